@@ -1,0 +1,41 @@
+"""Thin Scrapy glue around the pure dedup library: one pipeline a stage.
+
+    analyse (extract + fingerprint, worker processes) -> exact (Bloom + confirm)
+        -> near (Single-Pass over Simhash/SpotSigs) -> store
+
+All four share one :class:`~newsdedup.pipelines.state.CrawlState` per crawler.
+"""
+
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+
+from newsdedup.items import ArticlePage
+from newsdedup.pipelines.state import CrawlState
+
+
+class StagePipeline:
+    """Base of the newsdedup pipelines: shared state, opened and closed with the spider."""
+
+    stage = "stage"
+
+    def __init__(self, *, crawler: Crawler, state: CrawlState) -> None:
+        self.crawler = crawler
+        self.state = state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler):
+        return cls(crawler=crawler, state=CrawlState.of(crawler))
+
+    def open_spider(self) -> None:
+        self.state.open()
+
+    def close_spider(self) -> None:
+        self.state.close()
+
+    def inc(self, event: str, count: int = 1) -> None:
+        self.crawler.stats.inc_value(f"newsdedup/{self.stage}/{event}", count)
+
+    @staticmethod
+    def handles(item: object) -> bool:
+        return isinstance(item, ArticlePage)

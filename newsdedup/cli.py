@@ -1,0 +1,240 @@
+"""The ``newsdedup`` command line: demo, export, extract, dedup, antecedents.
+
+Crawling itself is ``scrapy crawl portal`` from the project root (see README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+EXPORT_FIELDS = (
+    "url", "site", "title", "text", "published_at", "author", "source",
+    "status", "duplicate_of", "cluster_id", "similarity", "method",
+)
+
+
+def _open_output(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdout
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w", encoding="utf-8")
+
+
+def _dump(obj: dict, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+# -- demo ----------------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> int:
+    from newsdedup.demo.run import run_demo
+
+    return run_demo(storage=args.storage, workers=args.workers, verbose=args.verbose)
+
+
+# -- export --------------------------------------------------------------------------------
+def cmd_export(args: argparse.Namespace) -> int:
+    from newsdedup.storage import open_store
+
+    store = open_store(args.storage)
+    if args.storage.startswith("sqlite:///") and not Path(args.storage[len("sqlite:///"):]).exists():
+        print(f"newsdedup export: no database at {args.storage}", file=sys.stderr)
+        return 2
+    store.open()
+    out = _open_output(args.output)
+    try:
+        count = 0
+        for row in store.iter_export():
+            _dump({field: row[field] for field in EXPORT_FIELDS}, out)
+            count += 1
+    finally:
+        store.close()
+        if out is not sys.stdout:
+            out.close()
+    print(f"exported {count} article pages", file=sys.stderr)
+    return 0
+
+
+# -- extract -------------------------------------------------------------------------------
+def cmd_extract(args: argparse.Namespace) -> int:
+    from newsdedup.extract.extractor import SkipPage, extract_article
+
+    if args.url and len(args.paths) > 1:
+        print("newsdedup extract: --url names the URL of one page; give one PATH with it", file=sys.stderr)
+        return 2
+    skipped = 0
+    for path in args.paths:
+        try:
+            body = Path(path).read_bytes()
+        except OSError as exc:
+            print(f"{path}: cannot read ({exc.strerror})", file=sys.stderr)
+            skipped += 1
+            continue
+        try:
+            article = extract_article(body, args.url, min_chars=args.min_chars)
+        except SkipPage as skip:
+            print(f"{path}: skipped ({skip.reason}): {skip}", file=sys.stderr)
+            skipped += 1
+            continue
+        _dump(
+            {
+                "path": path, "url": args.url or article.canonical_url, "title": article.title,
+                "text": article.text, "published_at": article.published_at, "author": article.author,
+                "source": article.source,
+            },
+            sys.stdout,
+        )
+    if skipped:
+        print(f"{skipped} of {len(args.paths)} pages skipped", file=sys.stderr)
+    return 0
+
+
+# -- dedup ---------------------------------------------------------------------------------
+def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            doc_id, text = doc["id"], doc["text"]
+            if not isinstance(text, str):
+                raise TypeError("text is not a string")
+        except (ValueError, KeyError, TypeError) as exc:
+            bad.append(f"line {number}: {type(exc).__name__}: {exc}")
+            continue
+        # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies.
+        yield str(doc_id), text
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    from newsdedup.analysis import AnalysisPool, analyse_text
+    from newsdedup.dedup.engine import Deduplicator
+    from newsdedup.dedup.features import FeatureConfig
+    from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
+
+    try:
+        features = FeatureConfig(
+            method=args.method, segmenter=args.segmenter, simhash_bits=args.simhash_bits,
+            simhash_features=args.simhash_features, antecedents=args.antecedents,
+            spot_chain=args.spot_chain, spot_distance=args.spot_distance,
+        )
+        near = NearSettings(
+            method=args.method, simhash_bits=args.simhash_bits, simhash_max_distance=args.max_distance,
+            spotsigs_tau=args.tau,
+        )
+        dedup = Deduplicator(SinglePassClusterer(make_detector(near)))
+    except ValueError as exc:
+        print(f"newsdedup dedup: {exc}", file=sys.stderr)
+        return 2
+    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    out = _open_output(args.output)
+    bad: list[str] = []
+    pool = AnalysisPool(features, workers=args.workers)
+    pool.start()
+    counts = {"unique": 0, "near_duplicate": 0, "exact_duplicate": 0}
+    try:
+        docs = _read_docs(source, bad)
+        ids: collections.deque[str] = collections.deque()
+
+        def texts() -> Iterator[str]:
+            for doc_id, text in docs:
+                ids.append(doc_id)
+                yield text
+
+        for doc_features in pool.map(analyse_text, texts()):
+            doc_id = ids.popleft()  # results come back in input order
+            verdict = dedup.process(doc_id, doc_features)
+            counts[verdict.status] += 1
+            similarity = None if verdict.similarity is None else round(verdict.similarity, 4)
+            _dump(
+                {"id": doc_id, "status": verdict.status, "duplicate_of": verdict.duplicate_of,
+                 "cluster_id": verdict.cluster_id, "similarity": similarity, "method": verdict.method},
+                out,
+            )
+    finally:
+        pool.shutdown()
+        if source is not sys.stdin:
+            source.close()
+        if out is not sys.stdout:
+            out.close()
+    for message in bad[:20]:
+        print(f"skipped input {message}", file=sys.stderr)
+    print(
+        f"{sum(counts.values())} documents: {counts['unique']} unique, {counts['near_duplicate']} near duplicates, "
+        f"{counts['exact_duplicate']} exact duplicates; {len(bad)} bad input lines skipped",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# -- antecedents ---------------------------------------------------------------------------
+def cmd_antecedents(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from newsdedup.dedup.antecedents import main as antecedents_main
+
+    return antecedents_main(list(rest))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="newsdedup",
+        description="Crawl Chinese news portals and deduplicate articles inline. "
+        "Crawl with `scrapy crawl portal -a sites=config/sites.toml` from the project root.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="crawl the bundled offline mini-portal on 127.0.0.1 and print a summary")
+    demo.add_argument("--storage", default=None,
+                      help="storage URI for the demo database (default: a new temporary SQLite file)")
+    demo.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    demo.add_argument("--verbose", action="store_true", help="show Scrapy's log")
+    demo.set_defaults(func=cmd_demo)
+
+    export = sub.add_parser("export", help="JSON lines, one per article page fetched (articles and exact repeats)")
+    export.add_argument("--storage", required=True, help="storage URI, e.g. sqlite:///news.sqlite")
+    export.add_argument("--output", "-o", default="-", help="output file (default: standard output)")
+    export.set_defaults(func=cmd_export)
+
+    extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
+    extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")
+    extract.add_argument("--url", help="the page's URL (resolves links, fills url)")
+    extract.add_argument("--min-chars", type=int, default=150, help="shorter bodies are skipped (default 150)")
+    extract.set_defaults(func=cmd_extract)
+
+    dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
+    dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
+    dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
+    dedup.add_argument("--method", default="hybrid", choices=("simhash", "spotsigs", "hybrid"),
+                       help="near-duplicate method (default: hybrid)")
+    dedup.add_argument("--tau", type=float, default=0.5, help="SpotSigs Jaccard threshold (default 0.5)")
+    dedup.add_argument("--max-distance", type=int, default=3, help="Simhash Hamming threshold (default 3)")
+    dedup.add_argument("--simhash-bits", type=int, default=64, choices=(64, 128))
+    dedup.add_argument("--simhash-features", default="words", choices=("words", "word_shingles", "chars"))
+    dedup.add_argument("--antecedents", default="optimized", help="basic, optimized or a file of antecedents")
+    dedup.add_argument("--spot-chain", type=int, default=1, help="SpotSigs chain length n (default 1)")
+    dedup.add_argument("--spot-distance", type=int, default=1, help="SpotSigs spot distance d (default 1)")
+    dedup.add_argument("--segmenter", default="auto", choices=("auto", "jieba", "rjieba"))
+    dedup.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    dedup.set_defaults(func=cmd_dedup)
+
+    ante = sub.add_parser("antecedents", help="learn SpotSigs antecedent lists from pages with known text",
+                          add_help=False)
+    ante.set_defaults(func=cmd_antecedents)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv[:1] == ["antecedents"]:
+        return cmd_antecedents(argparse.Namespace(), argv[1:])
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""The item the portal spider yields: one fetched article-pattern page, raw.
+
+Extraction happens in the pipelines (in worker processes), not in the spider callback, so the
+reactor thread only moves bytes.  ``__repr__`` stays short because Scrapy logs dropped items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ArticlePage:
+    url: str
+    site: str
+    body: bytes = field(repr=False)
+    declared_encoding: str | None
+    fetched_at: str
+    remove_selectors: tuple[str, ...] = ()
+    # Filled in by the pipelines.
+    ticket: int | None = field(default=None, repr=False)
+    analysis: Any = field(default=None, repr=False)
+    article_id: int | None = None
+    status: str | None = None
+    cluster_id: int | None = None
+    duplicate_of: str | None = None
+    similarity: float | None = None
+
+    def __repr__(self) -> str:
+        return f"<ArticlePage {self.url} site={self.site} status={self.status}>"

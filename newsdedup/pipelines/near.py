@@ -1,0 +1,27 @@
+"""Near-duplicate stage: Single-Pass clustering tags the item; it is stored either way."""
+
+from __future__ import annotations
+
+from newsdedup.pipelines import StagePipeline
+from newsdedup.storage.base import NEAR_DUPLICATE, UNIQUE
+
+
+class NearDedupPipeline(StagePipeline):
+    stage = "near"
+
+    def process_item(self, item):
+        if not self.handles(item) or item.analysis is None:
+            return item
+        state = self.state
+        item.article_id = state.store.new_article_id()
+        assignment = state.clusterer.assign(item.article_id, item.analysis.features)
+        item.cluster_id = assignment.cluster_id
+        if assignment.is_near_duplicate:
+            item.status = NEAR_DUPLICATE
+            item.duplicate_of = state.store.url_of(assignment.duplicate_of)
+            item.similarity = round(assignment.similarity, 4)
+            self.inc("near_duplicates")
+        else:
+            item.status = UNIQUE
+            self.inc("clusters")
+        return item

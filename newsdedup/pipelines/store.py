@@ -1,0 +1,38 @@
+"""Storage stage: the article record goes to the store (batched), its fingerprint to the exact index."""
+
+from __future__ import annotations
+
+from newsdedup.dedup.features import pack_spots
+from newsdedup.pipelines import StagePipeline
+from newsdedup.storage.base import UNIQUE, ArticleRecord
+
+
+class StorePipeline(StagePipeline):
+    stage = "store"
+
+    def process_item(self, item):
+        if not self.handles(item) or item.analysis is None:
+            return item
+        state = self.state
+        article = item.analysis.article
+        features = item.analysis.features
+        if item.article_id is None:  # the near stage is switched off: every article is its own cluster
+            item.article_id = state.store.new_article_id()
+            item.status, item.cluster_id = UNIQUE, item.article_id
+        state.store.add_article(
+            ArticleRecord(
+                id=item.article_id, url=item.url, site=item.site, title=article.title, text=article.text,
+                published_at=article.published_at, author=article.author, source=article.source,
+                canonical_url=article.canonical_url, fetched_at=item.fetched_at,
+                fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
+                cluster_id=item.cluster_id, similarity=item.similarity,
+                method=state.settings.near.method,
+                # The column holds 64-bit fingerprints; a 128-bit one is re-derived from the text on rebuild.
+                simhash=features.simhash if features.simhash is not None and features.simhash < 2**64 else None,
+                spots=pack_spots(features.spots),
+            )
+        )
+        state.exact.add(features.fingerprint)
+        self.inc("articles")
+        item.analysis = None  # keep Scrapy's item_scraped consumers light
+        return item

@@ -1,0 +1,67 @@
+"""Scrapy settings of the newsdedup project: polite defaults for crawling public news portals.
+
+Every value can be overridden per run with ``scrapy crawl portal -s NAME=VALUE``; the
+``NEWSDEDUP_*`` settings are documented in README.md.
+"""
+
+BOT_NAME = "newsdedup"
+SPIDER_MODULES = ["newsdedup.spiders"]
+NEWSPIDER_MODULE = "newsdedup.spiders"
+
+# Politeness: an honest user agent that says what we are, robots.txt obeyed, adaptive pacing.
+USER_AGENT = "newsdedup/0.1 (news-monitoring crawler; Scrapy)"
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_DELAY = 1.0
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 1.0
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
+DOWNLOAD_TIMEOUT = 30
+RETRY_ENABLED = True
+RETRY_TIMES = 2
+# A news article page is well under a megabyte; anything past 10 MB is not one.
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
+COOKIES_ENABLED = False
+# Limits for scheduled runs; raise or set CLOSESPIDER_* with -s.
+DEPTH_LIMIT = 3
+CLOSESPIDER_PAGECOUNT = 0
+CLOSESPIDER_ITEMCOUNT = 0
+
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"
+# Skipped pages are routine (list pages, video pages); they are counted in stats, not shouted.
+DEFAULT_DROPITEM_LOG_LEVEL = "INFO"
+
+# Article URLs fetched by an earlier run are not fetched again (start and list pages always are).
+DUPEFILTER_CLASS = "newsdedup.dupefilter.SeenArticlesDupeFilter"
+
+ITEM_PIPELINES = {
+    "newsdedup.pipelines.analyse.AnalysePipeline": 100,
+    "newsdedup.pipelines.exact.ExactDedupPipeline": 200,
+    "newsdedup.pipelines.near.NearDedupPipeline": 300,
+    "newsdedup.pipelines.store.StorePipeline": 900,
+}
+
+NEWSDEDUP_STORAGE_URI = "sqlite:///newsdedup.sqlite"
+NEWSDEDUP_STORAGE_BATCH_SIZE = 100
+NEWSDEDUP_WORKERS = None  # processes for extraction and fingerprinting; None = one per core, 0 = inline
+NEWSDEDUP_EXTRACT_MIN_CHARS = 150
+NEWSDEDUP_EXTRACT_MAX_BYTES = 5_000_000
+NEWSDEDUP_URLFILTER_ERROR_RATE = 1e-7
+NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3
+NEWSDEDUP_NEAR_METHOD = "hybrid"
+NEWSDEDUP_SEGMENTER = "auto"
+NEWSDEDUP_SEGMENTER_USER_DICT = None
+NEWSDEDUP_STOPWORDS = None
+NEWSDEDUP_SIMHASH_BITS = 64
+NEWSDEDUP_SIMHASH_FEATURES = "words"
+NEWSDEDUP_SIMHASH_MAX_DISTANCE = 3
+NEWSDEDUP_SPOTSIGS_ANTECEDENTS = "optimized"
+NEWSDEDUP_SPOTSIGS_CHAIN = 1
+NEWSDEDUP_SPOTSIGS_DISTANCE = 1
+NEWSDEDUP_SPOTSIGS_TAU = 0.5
+NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES = 1

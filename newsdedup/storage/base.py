@@ -1,0 +1,131 @@
+"""What every storage backend stores, and the interface the pipelines and CLI use.
+
+The database is the source of truth: in-memory indexes (Bloom filters, Simhash and SpotSigs
+indexes, cluster centres) are caches rebuilt from it when a crawl starts.  A backend implements
+:class:`ArticleStore`; :func:`newsdedup.storage.open_store` picks one by URI scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+UNIQUE = "unique"
+NEAR_DUPLICATE = "near_duplicate"
+EXACT_DUPLICATE = "exact_duplicate"
+STATUSES = (UNIQUE, NEAR_DUPLICATE, EXACT_DUPLICATE)
+
+
+@dataclass
+class ArticleRecord:
+    """One stored article page (unique or near-duplicate); ``id`` is reserved from the store."""
+
+    id: int
+    url: str
+    site: str | None
+    title: str | None
+    text: str
+    published_at: str | None
+    author: str | None
+    source: str | None
+    canonical_url: str | None
+    fetched_at: str
+    fingerprint: bytes
+    status: str = UNIQUE
+    duplicate_of: str | None = None
+    cluster_id: int | None = None
+    similarity: float | None = None
+    method: str | None = None
+    # Near-duplicate features kept so indexes can be rebuilt without re-segmenting every text.
+    simhash: int | None = None
+    spots: bytes | None = None
+
+
+@dataclass
+class RepeatRecord:
+    """An exact repeat: a page whose normalised body equals an already stored article's."""
+
+    url: str
+    site: str | None
+    title: str | None
+    published_at: str | None
+    author: str | None
+    source: str | None
+    canonical_url: str | None
+    fetched_at: str
+    fingerprint: bytes
+    repeat_of: str  # URL of the stored article it repeats
+
+
+@dataclass
+class SkippedRecord:
+    """An article-pattern page that held no article (list, video, JavaScript-only, too short...)."""
+
+    url: str
+    site: str | None
+    reason: str
+    detail: str
+    fetched_at: str
+
+
+@dataclass(frozen=True)
+class StoredRef:
+    """The few fields of a stored article that dedup decisions need."""
+
+    id: int
+    url: str
+    cluster_id: int | None
+
+
+@dataclass
+class StoreCounts:
+    articles: int = 0
+    unique: int = 0
+    near_duplicate: int = 0
+    repeats: int = 0
+    skipped: int = 0
+    clusters_with_duplicates: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class ArticleStore(Protocol):
+    """Storage the crawl and the CLI rely on.  Writes are batched; ``flush`` makes them durable."""
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def new_article_id(self) -> int:
+        """Reserve the id of the next article (cluster ids are the id of the cluster's first article)."""
+        ...
+
+    def add_article(self, record: ArticleRecord) -> None: ...
+
+    def add_repeat(self, record: RepeatRecord) -> None: ...
+
+    def add_skipped(self, record: SkippedRecord) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def find_by_fingerprint(self, fingerprint: bytes) -> StoredRef | None:
+        """The stored (or pending) article with this exact-text fingerprint, if any."""
+        ...
+
+    def url_of(self, article_id: int) -> str | None: ...
+
+    def iter_fingerprints(self) -> Iterator[bytes]: ...
+
+    def iter_fetched_urls(self) -> Iterator[str]:
+        """URLs of every article-pattern page already handled: articles, repeats and skipped pages."""
+        ...
+
+    def iter_cluster_centres(self) -> Iterator[ArticleRecord]:
+        """Articles that head a cluster (status unique), in id order, for rebuilding the near index."""
+        ...
+
+    def iter_export(self) -> Iterator[dict]:
+        """One dict per article page fetched, in the export format of design.md §2."""
+        ...
+
+    def counts(self) -> StoreCounts: ...
