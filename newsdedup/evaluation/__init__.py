@@ -1,0 +1,1 @@
+"""Quality measurements on the shared real data (``../shared/data``): extraction and deduplication."""

@@ -1,0 +1,365 @@
+"""Delete boilerplate blocks from a parsed HTML page before the main text is extracted.
+
+Chinese portals surround an article with blocks that generic extractors keep: "相关阅读" / "推荐阅读" /
+"猜你喜欢" headline lists, "24小时排行" rankings, navigation, share bars, comment areas and ads. Their class
+names are often pinyin or meaningless (``xgyd``, ``bd2``), so they are found here by what they SAY and how
+they LOOK, not only by name:
+
+1. tags that never hold article text (script, style, nav, footer, aside, iframe, form controls...);
+2. the site's own CSS selectors (``extra_selectors``, from ``remove_selectors`` in the site config);
+3. related-reading blocks found by their heading TEXT (:data:`RELATED_HEADINGS`, plus comment and share
+   headings): the heading, the block it opens (its container, climbing while the heading opens that
+   container) and the headline lists that follow it;
+4. elements whose class or id names a boilerplate role (nav, footer, share, comment, related, 推荐...);
+5. link-dense blocks: most of their text inside ``<a>``, at least three links, no prose of their own.
+
+Every rule spares an element that holds a large share of the page's prose (sentence-like text with
+Chinese or Latin punctuation), so a badly named article wrapper is never deleted.
+
+>>> import lxml.html
+>>> tree = lxml.html.document_fromstring(
+...     "<html><body><div><p>正文第一段，讲的是一件事情的来龙去脉。</p></div>"
+...     "<div><h3>相关阅读</h3><ul><li><a href='/1'>别的新闻标题一</a></li>"
+...     "<li><a href='/2'>别的新闻标题二</a></li></ul></div></body></html>")
+>>> remove_boilerplate(tree) > 0
+True
+>>> "别的新闻" in tree.text_content(), "正文第一段" in tree.text_content()
+(False, True)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lxml import etree
+from lxml.html import HtmlElement
+
+__all__ = [
+    "RELATED_HEADINGS",
+    "COMMENT_HEADINGS",
+    "SHARE_HEADINGS",
+    "is_related_heading",
+    "measure",
+    "normalize_heading",
+    "remove_boilerplate",
+]
+
+#: Headings that introduce related-reading, recommendation and ranking blocks (simplified and traditional).
+RELATED_HEADINGS: tuple[str, ...] = (
+    "相关阅读", "相关新闻", "相关文章", "相关报道", "相关链接", "相关推荐", "相关专题", "相关资讯", "相关内容",
+    "相关视频", "相关图集", "相关评论", "延伸阅读", "扩展阅读", "推荐阅读", "推荐新闻", "推荐文章",
+    "热门推荐", "热门文章", "热门新闻", "热门阅读", "热门资讯", "热门排行", "热门话题", "热点新闻",
+    "热点推荐", "热点文章", "热点专题", "热点排行", "热读", "精彩推荐", "精彩阅读", "精彩图片",
+    "精彩专题", "为你推荐", "为您推荐", "编辑推荐", "今日推荐", "本周推荐", "图片推荐", "视频推荐",
+    "猜你喜欢", "猜您喜欢", "你可能感兴趣", "您可能感兴趣", "大家都在看", "看了本文的人还看了",
+    "更多精彩", "更多新闻", "更多阅读", "更多推荐", "往期回顾", "往期精选", "最新新闻", "最新文章",
+    "最新资讯", "排行", "排行榜", "24小时排行", "阅读排行", "点击排行", "新闻排行",
+    # Traditional Chinese forms.
+    "相關閱讀", "相關新聞", "相關文章", "相關報導", "相關報道", "延伸閱讀", "推薦閱讀", "熱門推薦",
+    "熱門文章", "熱門新聞", "熱點新聞", "精彩推薦", "為你推薦", "猜你喜歡", "更多精彩",
+)
+#: Headings of comment areas (removed like related blocks; not counted as related-reading leaks).
+COMMENT_HEADINGS: tuple[str, ...] = (
+    "网友评论", "最新评论", "热门评论", "精彩评论", "全部评论", "评论列表", "发表评论", "我要评论",
+    "已有评论", "用户评论", "读者评论", "回复线索", "网友留言", "發表評論", "網友評論",
+)
+#: Headings of share bars.
+SHARE_HEADINGS: tuple[str, ...] = ("分享到", "分享至", "分享本文", "转发到", "分享給", "分享到：")
+
+# A heading is a short text: the keyword plus a few words such as "24小时", "更多", "本周".
+_MAX_HEADING_CHARS = 12
+_HEADING_WORDS = tuple(sorted(set(RELATED_HEADINGS + COMMENT_HEADINGS + SHARE_HEADINGS), key=len, reverse=True))
+
+# Tags whose content is never article text.
+_DROP_TAGS = (
+    "script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed", "svg",
+    "canvas", "nav", "footer", "aside", "button", "select", "textarea", "input", "label", "dialog", "menu",
+)
+# Whole class/id tokens that name a boilerplate role (tokens are split at spaces, '-' and '_').
+_BOILERPLATE_TOKENS = frozenset(
+    """
+    nav navbar navigation menu menubar topbar top-bar breadcrumb breadcrumbs crumb crumbs crumbnav
+    footer foot copyright copyrights sidebar side aside rightbar leftbar sidenav widget widgets
+    share sharebar bdshare jiathis social sns toolbar tools
+    comment comments commentlist comment-list pinglun reply replies
+    related relate relatedlist relatednews related-news recommend recommends recommendation tuijian
+    xgyd xgxw xgwz xiangguan hotnews hot-news hotlist hotarticle ranking rank ranklist paihang top10
+    ad ads advert advertisement adsbygoogle banner gg guanggao sponsor promo promotion
+    login signin register subscribe newsletter modal popup cookie cookies
+    pagination pager
+    """.split()
+)
+_TOKEN_SPLIT = re.compile(r"[\s\-_]+")
+_SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
+# Prose: a text run long enough, with sentence punctuation. Headlines and menus rarely qualify.
+_MIN_PROSE_RUN = 10
+# A block whose own prose is below this many characters is not article text.
+_MAX_BLOCK_PROSE = 40
+# An element holding at least this share of the page's prose is the article (or contains it).
+_PROTECTED_PROSE_SHARE = 0.5
+
+
+def normalize_heading(text: str) -> str:
+    """The text with whitespace, punctuation and symbols removed (``"【相关阅读】："`` -> ``"相关阅读"``)."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch)[0] in "LN")
+
+
+def _heading_word(text: str, words: Iterable[str] = _HEADING_WORDS) -> str | None:
+    norm = normalize_heading(text)
+    if not norm or len(norm) > _MAX_HEADING_CHARS:
+        return None
+    for word in words:
+        if word in norm:
+            return word
+    return None
+
+
+def is_related_heading(text: str) -> bool:
+    """True when ``text`` is short and names a related-reading / recommendation / ranking block."""
+    return _heading_word(text, RELATED_HEADINGS) is not None
+
+
+@dataclass
+class TextStats:
+    """Character counts of one element's text, its descendants included."""
+
+    text: int = 0  # non-space characters
+    link: int = 0  # of which inside <a>
+    prose: int = 0  # of which in sentence-like runs outside links
+    links: int = 0  # number of <a> elements
+
+
+def _visible(piece: str | None) -> int:
+    return 0 if not piece else sum(1 for ch in piece if not ch.isspace())
+
+
+def _prose(piece: str | None) -> int:
+    if not piece:
+        return 0
+    stripped = piece.strip()
+    if len(stripped) < _MIN_PROSE_RUN or not _SENTENCE_PUNCT.search(stripped):
+        return 0
+    return _visible(stripped)
+
+
+def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
+    """Text, link-text and prose character counts of every element (children counted in their parents)."""
+    elements = [el for el in root.iter() if isinstance(el.tag, str)]
+    in_link: set[HtmlElement] = set()
+    for el in elements:
+        if el.tag == "a" or el.getparent() in in_link:
+            in_link.add(el)
+    stats: dict[HtmlElement, TextStats] = {}
+    for el in reversed(elements):  # children before their parents
+        s = TextStats()
+        linked = el in in_link
+        pieces = [el.text] + [child.tail for child in el]
+        for piece in pieces:
+            n = _visible(piece)
+            s.text += n
+            if linked:
+                s.link += n
+            else:
+                s.prose += _prose(piece)
+        if el.tag == "a":
+            s.links += 1
+        for child in el:
+            cs = stats.get(child)
+            if cs is not None:
+                s.text += cs.text
+                s.link += cs.link
+                s.prose += cs.prose
+                s.links += cs.links
+        stats[el] = s
+    return stats
+
+
+def _drop(el: HtmlElement) -> bool:
+    parent = el.getparent()
+    if parent is None:
+        return False
+    el.drop_tree()  # keeps el.tail in the parent
+    return True
+
+
+def _is_top(el: HtmlElement) -> bool:
+    return el.tag in ("html", "body", "head") or el.getparent() is None
+
+
+class _Remover:
+    def __init__(self, root: HtmlElement) -> None:
+        self.root = root
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.stats = measure(self.root)
+        body = self.root.find("body") if self.root.tag == "html" else self.root
+        self.total_prose = self.stats[body].prose if body is not None and body in self.stats else 0
+
+    def protected(self, el: HtmlElement) -> bool:
+        """The element holds much of the page's prose: it is (or wraps) the article."""
+        s = self.stats.get(el)
+        if s is None:
+            return False
+        return self.total_prose > 0 and s.prose >= _PROTECTED_PROSE_SHARE * self.total_prose
+
+    def minor(self, el: HtmlElement) -> bool:
+        """A named boilerplate block may hold some prose (a comment, a notice) but never the article."""
+        s = self.stats.get(el)
+        return s is None or self.total_prose == 0 or s.prose < 0.2 * self.total_prose
+
+    def non_prose(self, el: HtmlElement) -> bool:
+        """A block that is not article text: mostly links, or short text without sentences."""
+        s = self.stats.get(el)
+        if s is None:
+            return True
+        if self.protected(el):
+            return False
+        if s.text == 0:
+            return True
+        if s.prose < _MAX_BLOCK_PROSE and s.link * 2 >= s.text:
+            return True
+        return s.prose == 0 and s.text < 60
+
+
+def _text_before(parent: HtmlElement, child: HtmlElement) -> int:
+    """Visible characters of ``parent`` that come before ``child`` (normalized: no punctuation)."""
+    count = len(normalize_heading(parent.text or ""))
+    for sibling in parent:
+        if sibling is child:
+            break
+        if isinstance(sibling.tag, str):
+            count += len(normalize_heading(sibling.text_content()))
+        count += len(normalize_heading(sibling.tail or ""))
+        if count > 4:
+            break
+    return count
+
+
+def _remove_heading_blocks(remover: _Remover, words: Sequence[str]) -> int:
+    anchors: list[HtmlElement] = []
+    for el in remover.root.iter():
+        if not isinstance(el.tag, str) or el.tag in ("html", "head", "title", "body"):
+            continue
+        pieces = [el.text] + [child.tail for child in el]
+        if any(piece and _heading_word(piece, words) for piece in pieces):
+            anchors.append(el)
+    removed = 0
+    for anchor in anchors:
+        if anchor.getparent() is None or not _attached(anchor, remover.root):
+            continue  # already gone with an earlier block
+        stats = remover.stats.get(anchor)
+        if stats is None or remover.protected(anchor) or stats.prose >= _MAX_BLOCK_PROSE:
+            continue  # the words occur inside running text: not a heading
+        node = anchor
+        # Climb while the heading opens its container: nothing but the heading comes before it, and the
+        # container is no article.
+        while True:
+            parent = node.getparent()
+            if parent is None or _is_top(parent) or remover.protected(parent):
+                break
+            if _text_before(parent, node) > 4:
+                break
+            node = parent
+        # The block the heading opens may continue in the following siblings (a heading <div> followed by
+        # a list <div>): drop them while they are not prose.
+        followers = []
+        sibling = node.getnext()
+        while sibling is not None:
+            if isinstance(sibling.tag, str):
+                if not remover.non_prose(sibling):
+                    break
+                followers.append(sibling)
+            sibling = sibling.getnext()
+        for el in [node, *followers]:
+            removed += _drop(el)
+    return removed
+
+
+def _attached(el: HtmlElement, root: HtmlElement) -> bool:
+    while el is not None:
+        if el is root:
+            return True
+        el = el.getparent()
+    return False
+
+
+def _class_tokens(el: HtmlElement) -> set[str]:
+    tokens: set[str] = set()
+    for attr in ("class", "id", "role"):
+        value = el.get(attr)
+        if value:
+            tokens.update(t for t in _TOKEN_SPLIT.split(value.lower()) if t)
+    return tokens
+
+
+def _remove_by_name(remover: _Remover) -> int:
+    doomed = []
+    skip: set[HtmlElement] = set()
+    for el in remover.root.iter():
+        if not isinstance(el.tag, str) or _is_top(el) or el.getparent() in skip:
+            if el.getparent() in skip:
+                skip.add(el)
+            continue
+        tokens = _class_tokens(el)
+        if tokens & _BOILERPLATE_TOKENS and remover.minor(el):
+            doomed.append(el)
+            skip.add(el)
+    return sum(_drop(el) for el in doomed)
+
+
+_LINK_BLOCK_TAGS = frozenset(
+    "div ul ol dl table tbody tr td th p section span li dd dt font center header h1 h2 h3 h4 h5 h6".split()
+)
+
+
+def _remove_link_dense(remover: _Remover) -> int:
+    doomed = []
+    skip: set[HtmlElement] = set()
+    for el in remover.root.iter():
+        if not isinstance(el.tag, str):
+            continue
+        parent = el.getparent()
+        if parent in skip:
+            skip.add(el)
+            continue
+        if _is_top(el) or el.tag not in _LINK_BLOCK_TAGS:
+            continue
+        s = remover.stats.get(el)
+        if s is None or s.links < 3 or s.text < 10:
+            continue
+        if s.link >= 0.6 * s.text and s.prose < _MAX_BLOCK_PROSE and not remover.protected(el):
+            doomed.append(el)
+            skip.add(el)
+    return sum(_drop(el) for el in doomed)
+
+
+def remove_boilerplate(tree: HtmlElement, extra_selectors: Sequence[str] = ()) -> int:
+    """Delete boilerplate from ``tree`` in place; return how many elements were removed.
+
+    ``extra_selectors`` are CSS selectors of blocks the site config wants gone (e.g. ``"div.xgyd"``).
+    """
+    if isinstance(extra_selectors, str):
+        raise ValueError("extra_selectors must be a sequence of CSS selectors, not one string; wrap it in a list")
+    root = tree.getroot() if isinstance(tree, etree._ElementTree) else tree
+    removed = 0
+    for el in [el for el in root.iter(*_DROP_TAGS)]:
+        removed += _drop(el)
+    for selector in extra_selectors:
+        try:
+            matches = root.cssselect(selector)
+        except Exception as exc:  # cssselect raises its own SelectorError family
+            raise ValueError(f"invalid CSS selector {selector!r} in remove_selectors: {exc}") from exc
+        for el in matches:
+            if el is not root:
+                removed += _drop(el)
+    remover = _Remover(root)
+    removed += _remove_heading_blocks(remover, _HEADING_WORDS)
+    remover.refresh()
+    removed += _remove_by_name(remover)
+    remover.refresh()
+    removed += _remove_link_dense(remover)
+    return removed

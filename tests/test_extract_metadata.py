@@ -1,0 +1,125 @@
+"""Metadata: title, published_at (ISO 8601 with offset), author, source, canonical URL."""
+
+from __future__ import annotations
+
+import lxml.html
+import pytest
+
+from newsdedup.extract.metadata import (
+    clean_title,
+    extract_metadata,
+    find_author,
+    find_source,
+    normalize_datetime,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2018年05月03日 10:21", "2018-05-03T10:21:00+08:00"),
+        ("2018-05-03 10:21:00", "2018-05-03T10:21:00+08:00"),
+        ("2018/5/3", "2018-05-03T00:00:00+08:00"),
+        ("发布时间：2018年5月3日", "2018-05-03T00:00:00+08:00"),
+        ("2018-05-03T02:21:00Z", "2018-05-03T02:21:00+00:00"),
+        ("2018-05-03T10:21:00+0800", "2018-05-03T10:21:00+08:00"),
+        ("2018年5月3日下午3:05", "2018-05-03T15:05:00+08:00"),
+        ("9/17/2004 5:54:13 PM", "2004-09-17T17:54:13+08:00"),
+        ("20180503", "2018-05-03T00:00:00+08:00"),
+        ("2018-13-45", None),
+        ("访问量 12000", None),
+        ("", None),
+    ],
+)
+def test_normalize_datetime(value, expected):
+    assert normalize_datetime(value) == expected
+
+
+def test_a_range_is_not_a_date():
+    assert normalize_datetime("2004 - 01/01/2005") is None
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("四年前中500万现穷困潦倒__商贸_产业资讯_新浪网", "四年前中500万现穷困潦倒"),
+        ("工商部门初定SKII广告属于虚假宣传-搜狐财经", "工商部门初定SKII广告属于虚假宣传"),
+        ("马克龙星期一在莫斯科与普京会面 - 法国报纸摘要", "马克龙星期一在莫斯科与普京会面"),
+        ("新浪网 | 山城小镇试行夜间公交", "山城小镇试行夜间公交"),
+        ("没有后缀的标题", "没有后缀的标题"),
+    ],
+)
+def test_clean_title(title, expected):
+    assert clean_title(title) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2018-05-03 10:21 作者：林小河 来源：新华社", "林小河"),
+        ("新京报记者 彭冲 山东冠县报道\n【编辑:刘欢】", "彭冲"),
+        ("光明日报记者 王建宏 张文攀\n土豆，听名字就土", "王建宏 张文攀"),
+        ("本报记者罗科苏盈发自北京", "罗科苏盈"),
+        ("正文最后一段。（姚峰 上海报道）\n", "姚峰"),
+        ("正文。\n（责任编辑：周一鸣）", "周一鸣"),
+        ("由海姑娘张贴 @ 2005-06-14 03:25:55", "海姑娘"),
+        ("记者来到这家医院，看到她躺在床上。记者表示，", None),
+        ("作者：\nsize=\"20\"\n来源：", None),
+    ],
+)
+def test_find_author(text, expected):
+    assert find_author(text) == expected
+
+
+def test_meta_author_that_names_the_site_is_ignored():
+    assert find_author("正文没有署名。", meta_author="Discuz! Team and Comsenz UI Team") is None
+    assert find_author("正文没有署名。", meta_author="张三") == "张三"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("来源：新华社 编辑：山石", "新华社"),
+        ("2005年3月11日12:12 来源：[ 人民网 ]", "人民网"),
+        ("文章来源：千龙网", "千龙网"),
+        ("来源: 中国新闻网2018-05-03", "中国新闻网"),
+        ("没有出处的正文。", None),
+    ],
+)
+def test_find_source(text, expected):
+    assert find_source(text) == expected
+
+
+HTML = """<html><head><title>山城小镇试行夜间公交 市民出行更方便_本地新闻_示例新闻网</title>
+<meta name="author" content="示例新闻网">
+<link rel="canonical" href="/2018/05/03/night-bus.html"></head>
+<body><div class="nav"><a href="/">首页</a> 2017-01-01</div>
+<h1>山城小镇试行夜间公交 市民出行更方便</h1>
+<div class="info">2018年05月03日 10:21　来源：新华社　责任编辑：周一鸣</div>
+<p>五月三日晚上，第一班夜间公交驶出。</p>
+<ul><li><a href="/x">旧闻</a> 2016-02-02 08:00</li></ul></body></html>"""
+
+
+def test_extract_metadata_from_a_page():
+    meta = extract_metadata(lxml.html.document_fromstring(HTML), "https://news.example.cn/night-bus?from=rss")
+    assert meta.title == "山城小镇试行夜间公交 市民出行更方便"
+    assert meta.published_at == "2018-05-03T10:21:00+08:00"
+    assert meta.author == "周一鸣"  # editor as the last resort; the site-named meta author is ignored
+    assert meta.source == "新华社"
+    assert meta.canonical_url == "https://news.example.cn/2018/05/03/night-bus.html"
+
+
+def test_meta_tags_win_and_a_missing_time_is_taken_from_the_byline():
+    html = """<html><head><title>标题</title><meta property="og:title" content="开放图谱标题 - 示例网">
+    <meta property="article:published_time" content="2018-05-03"><meta property="og:url" content="https://e.cn/a">
+    </head><body><p>2018-05-03 10:21:00 来源：示例日报</p></body></html>"""
+    meta = extract_metadata(lxml.html.document_fromstring(html), None)
+    assert meta.title == "开放图谱标题"
+    assert meta.published_at == "2018-05-03T10:21:00+08:00"
+    assert meta.canonical_url == "https://e.cn/a"
+
+
+def test_canonical_falls_back_to_the_given_url():
+    meta = extract_metadata(lxml.html.document_fromstring("<html><body><p>x</p></body></html>"), "https://e.cn/b")
+    assert meta.canonical_url == "https://e.cn/b"
+    assert meta.published_at is None and meta.author is None and meta.source is None

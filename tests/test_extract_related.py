@@ -1,0 +1,98 @@
+"""remove_boilerplate: related-reading blocks by heading text, link-dense lists, named boilerplate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lxml.html
+import pytest
+
+from newsdedup.extract.related import is_related_heading, normalize_heading, remove_boilerplate
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+ARTICLE = "五月三日晚上，山城小镇的第一班夜间公交从汽车站缓缓驶出"
+HEADLINES = [
+    "隔壁县城开通城乡公交首日客流破万人次",  # under 相关阅读 inside the article body
+    "春茶采摘进入高峰期茶农忙着赶制新茶",  # under 推荐阅读 in a separate box
+    "夏季用电高峰将至供电部门提前检修线路",  # under 猜你喜欢 as a bare text node
+    "一只走失的柴犬被热心市民送回主人身边",  # under 24小时排行 in a class-less box
+]
+
+
+def _tree(html: str):
+    return lxml.html.document_fromstring(html)
+
+
+def test_related_blocks_go_and_the_article_stays():
+    tree = _tree((PAGES / "article_related.html").read_text(encoding="utf-8"))
+    assert remove_boilerplate(tree) > 0
+    text = tree.text_content()
+    assert ARTICLE in text
+    for headline in HEADLINES:
+        assert headline not in text
+    for heading in ("相关阅读", "推荐阅读", "猜你喜欢", "24小时排行", "网友评论", "分享到"):
+        assert heading not in text
+
+
+def test_heading_words_inside_running_text_are_kept():
+    html = (
+        "<html><body><div><p>记者了解到，这份点击排行榜每周更新一次，读者可以在首页看到本周最受欢迎的十篇文章，"
+        "编辑部也会据此调整选题。</p><p>第二段也很长，说的是排行榜以外的另一件事情，同样是正文的一部分。</p>"
+        "</div></body></html>"
+    )
+    tree = _tree(html)
+    remove_boilerplate(tree)
+    assert "点击排行榜每周更新一次" in tree.text_content()
+    assert "第二段也很长" in tree.text_content()
+
+
+def test_link_dense_block_is_removed_but_prose_with_links_is_not():
+    html = (
+        "<html><body><div class='x'><a href='/1'>一号新闻标题</a> <a href='/2'>二号新闻标题</a> "
+        "<a href='/3'>三号新闻标题</a></div><div><p>正文里提到<a href='/p'>某个机构</a>，"
+        "这一段主要是文字，链接只是其中很小的一部分，所以不能删除。</p></div></body></html>"
+    )
+    tree = _tree(html)
+    remove_boilerplate(tree)
+    text = tree.text_content()
+    assert "一号新闻标题" not in text
+    assert "某个机构" in text and "所以不能删除" in text
+
+
+def test_site_selectors_are_applied_and_validated():
+    html = "<html><body><div class='ad-slot'>广告位招租，联系电话一二三四五。</div><p>正文内容在这里，很长很长。</p></body></html>"
+    tree = _tree(html)
+    remove_boilerplate(tree, ["div.ad-slot"])
+    assert "广告位" not in tree.text_content()
+    with pytest.raises(ValueError, match="invalid CSS selector"):
+        remove_boilerplate(_tree(html), ["div[[["])
+    with pytest.raises(ValueError, match="sequence"):
+        remove_boilerplate(_tree(html), "div.ad-slot")  # type: ignore[arg-type]
+
+
+def test_article_wrapper_with_a_boilerplate_class_name_is_protected():
+    paragraphs = "".join(f"<p>第{i}段正文，讲述事情的经过和细节，字数足够多。</p>" for i in range(8))
+    html = f"<html><body><div class='share-content'>{paragraphs}</div><div class='nav'><a href='/'>首页</a></div></body></html>"
+    tree = _tree(html)
+    remove_boilerplate(tree)
+    assert "第7段正文" in tree.text_content()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("相关阅读", True),
+        ("【相关新闻】：", True),
+        ("24小时排行", True),
+        (" 猜你喜欢 >>", True),
+        ("相關閱讀", True),
+        ("这是一句很长的正文，其中提到了相关阅读这个词，但它不是标题", False),
+        ("本地新闻", False),
+    ],
+)
+def test_is_related_heading(text, expected):
+    assert is_related_heading(text) is expected
+
+
+def test_normalize_heading_strips_punctuation_and_space():
+    assert normalize_heading("【相关 阅读】：") == "相关阅读"
