@@ -8,7 +8,6 @@ fetched are not, and new reprints are matched against what the first run stored.
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from pathlib import Path
 
@@ -57,6 +56,8 @@ async def crawl_days(server: DemoPortalServer, settings: Settings, sites_file: P
 
 def _run_in_reactor(coro_factory):
     install_reactor(ASYNCIO_REACTOR)
+    import asyncio
+
     from twisted.internet import defer, reactor
 
     outcome: dict = {}
@@ -69,7 +70,10 @@ def _run_in_reactor(coro_factory):
         outcome["error"] = failure
         reactor.stop()
 
-    reactor.callWhenRunning(lambda: defer.Deferred.fromCoroutine(coro_factory()).addCallbacks(done, failed))
+    # AsyncCrawlerRunner hands out asyncio tasks: drive the coroutine as an asyncio task too.
+    reactor.callWhenRunning(
+        lambda: defer.Deferred.fromFuture(asyncio.ensure_future(coro_factory())).addCallbacks(done, failed)
+    )
     reactor.run(installSignalHandlers=False)
     if "error" in outcome:
         outcome["error"].raiseException()
@@ -90,7 +94,7 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
             f"Run {day} (day {day} of the portal):",
             f"  pages fetched          {stats.get('response_received_count', 0)}"
             f" ({stats.get('newsdedup/crawl/list_pages', 0)} list, {stats.get('newsdedup/crawl/article_pages', 0)} article)",
-            f"  known from earlier run {stats.get('newsdedup/urlfilter/filtered', 0)} article URLs not fetched again",
+            f"  already fetched        {stats.get('newsdedup/urlfilter/filtered', 0)} links to articles of earlier runs not followed",
             f"  robots.txt forbidden   {stats.get('robotstxt/forbidden', 0)}",
             f"  articles stored        {stats.get('newsdedup/store/articles', 0)}"
             f" ({stats.get('newsdedup/near/clusters', 0)} new stories,"
@@ -113,13 +117,12 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
 def run_demo(*, storage: str | None = None, workers: int | None = None, verbose: bool = False) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="newsdedup-demo-"))
     storage_uri = storage or f"sqlite:///{workdir / 'demo.sqlite'}"
-    configure_logging({"LOG_LEVEL": "INFO" if verbose else "ERROR"}, install_root_handler=True)
-    logging.getLogger("scrapy").setLevel(logging.INFO if verbose else logging.ERROR)
+    settings = demo_settings(storage_uri, workers=workers, verbose=verbose)
+    configure_logging(settings)
     with DemoPortalServer(day=1) as server:
         sites_file = workdir / "demo-sites.toml"
         sites_file.write_text(server.sites_toml(), encoding="utf-8")
         print(f"Serving the demo mini-portal at {server.base_url} (4 portals); crawling it twice...")
-        settings = demo_settings(storage_uri, workers=workers, verbose=verbose)
         runs = _run_in_reactor(lambda: crawl_days(server, settings, sites_file))
     print(format_summary(runs, storage_uri))
     return 0

@@ -226,7 +226,9 @@ def _raise_no_text(root: HtmlElement, message: str, *, html: str | None = None, 
         raise SkipPage("video", "video page without article text")
     script_chars = sum(len(s.text or "") for s in root.iter("script"))
     body = root.find("body")
-    body_text = len(normalize_heading(body.text_content())) if body is not None else 0
+    # Visible text only: script bodies and "please enable JavaScript" notices are not content.
+    visible = body.xpath(".//text()[not(ancestor::script or ancestor::style or ancestor::noscript)]") if body is not None else []
+    body_text = len(normalize_heading("".join(visible)))
     if script_chars > 0 and (body_text < 50 or script_chars > 20 * max(body_text, 1)):
         raise SkipPage("javascript_only", "page content is rendered by JavaScript")
     if anchors and len(anchors) >= 20:

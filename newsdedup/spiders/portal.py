@@ -36,7 +36,7 @@ class PortalSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for site in self.sites:
             for url in site.start_urls:
-                yield scrapy.Request(url, callback=self.parse_list, dont_filter=True, cb_kwargs={"site": site.name})
+                yield scrapy.Request(url, callback=self.parse_list, cb_kwargs={"site": site.name})
 
     def _site_for(self, url: str, preferred: SiteConfig) -> tuple[SiteConfig, str] | None:
         """(site, "article" | "list") for a link, trying the page's own site first."""
