@@ -310,15 +310,15 @@ def format_row(result: Result) -> str:
     kinds = " ".join(f"{result.report.by_kind[k].value:5.3f}" if k in result.report.by_kind else "  -  "
                      for k in REPRINT_KINDS)
     negs = " ".join(f"{result.report.fp_by_kind[k].value:5.3f}" for k in NEGATIVE_KINDS)
-    return (f"{result.family:9s} {result.label:44s} {o.precision:6.4f} {o.recall:6.4f} {o.f1:6.4f} | {kinds} | "
+    return (f"{result.family:11s} {result.label:46s} {o.precision:6.4f} {o.recall:6.4f} {o.f1:6.4f} | {kinds} | "
             f"{negs} | {result.docs_per_s:7.0f}")
 
 
 def header() -> str:
     kinds = " ".join(f"{KIND_SHORT[k]:>5s}" for k in REPRINT_KINDS)
     negs = " ".join(f"{NEG_SHORT[k]:>5s}" for k in NEGATIVE_KINDS)
-    return (f"{'method':9s} {'configuration':44s} {'P':>6s} {'R':>6s} {'F1':>6s} | {kinds} | {negs} | docs/s\n"
-            f"{'':9s} {'':44s} {'':6s} {'':6s} {'':6s} | {'recall by reprint kind':^{len(kinds)}s} | "
+    return (f"{'method':11s} {'configuration':46s} {'P':>6s} {'R':>6s} {'F1':>6s} | {kinds} | {negs} | docs/s\n"
+            f"{'':11s} {'':46s} {'':6s} {'':6s} {'':6s} | {'recall by reprint kind':^{len(kinds)}s} | "
             f"{'FP rate on negatives':^{len(negs)}s} |")
 
 
