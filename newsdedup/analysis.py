@@ -48,6 +48,10 @@ def init_worker(config: FeatureConfig) -> None:
     _worker_extractor = FeatureExtractor(config)
 
 
+def _warm_up() -> None:
+    """A no-op task: submitting it makes the pool start a worker process."""
+
+
 def analyse_page(
     body: bytes,
     url: str,
@@ -101,6 +105,10 @@ class AnalysisPool:
                 initializer=init_worker,
                 initargs=(self.config,),
             )
+            # Start every worker now (each loads its dictionaries for a second or two) while the
+            # crawl is still fetching its start pages, instead of on the first articles.
+            for _ in range(self.workers):
+                self._executor.submit(_warm_up)
 
     def submit(self, fn, /, *args) -> concurrent.futures.Future:
         if self._executor is None:

@@ -125,7 +125,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         )
         near = NearSettings(
             method=args.method, simhash_bits=args.simhash_bits, simhash_max_distance=args.max_distance,
-            spotsigs_tau=args.tau,
+            spotsigs_tau=args.tau, spotsigs_min_signatures=args.min_signatures,
         )
         dedup = Deduplicator(SinglePassClusterer(make_detector(near)))
     except ValueError as exc:
@@ -211,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--method", default="hybrid", choices=("simhash", "spotsigs", "hybrid"),
                        help="near-duplicate method (default: hybrid)")
     dedup.add_argument("--tau", type=float, default=0.5, help="SpotSigs Jaccard threshold (default 0.5)")
+    dedup.add_argument("--min-signatures", type=int, default=4,
+                       help="SpotSigs: texts with fewer spots are neither indexed nor matched (default 4)")
     dedup.add_argument("--max-distance", type=int, default=3, help="Simhash Hamming threshold (default 3)")
     dedup.add_argument("--simhash-bits", type=int, default=64, choices=(64, 128))
     dedup.add_argument("--simhash-features", default="words", choices=("words", "word_shingles", "chars"))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import doctest
 from collections import Counter
 from fractions import Fraction
 
 import pytest
 
+from newsdedup.dedup import antecedents, spotsigs, spotsigs_index
 from newsdedup.dedup.spotsigs import (
     is_word,
     length_partitions,
@@ -179,3 +181,9 @@ def test_load_antecedents_errors_name_the_fix(tmp_path) -> None:
     empty.write_text("# nothing\n", encoding="utf-8")
     with pytest.raises(ValueError, match="empty"):
         load_antecedents(empty)
+
+
+@pytest.mark.parametrize("module", [spotsigs, spotsigs_index, antecedents])
+def test_docstring_examples_run(module) -> None:
+    failures, tried = doctest.testmod(module)
+    assert tried > 0 and failures == 0

@@ -248,12 +248,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="CWCED-style folders (original/*.html + cleaned/*.txt) or HTML files/globs with a .txt of the same name",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write basic.txt and optimized.txt to")
-    parser.add_argument("--stopwords", default=None, metavar="FILE", help="candidate stopword list (default: the packaged one)")
-    parser.add_argument("--segmenter", default="auto", help="segmenter backend (default: auto)")
-    parser.add_argument("--basic-ratio", type=float, default=0.6, help="t1/t2 above which a frequent word is basic (0.6)")
-    parser.add_argument("--optimized-ratio", type=float, default=0.9, help="t1/t2 above which a word is optimized (0.9)")
     parser.add_argument(
-        "--min-frequency", type=int, default=DEFAULT_MIN_FREQUENCY, help=f"fewest text-layer occurrences ({DEFAULT_MIN_FREQUENCY})"
+        "--stopwords", default=None, metavar="FILE", help="candidate stopword list (default: the packaged one)"
+    )
+    parser.add_argument("--segmenter", default="auto", help="segmenter backend (default: auto)")
+    parser.add_argument(
+        "--basic-ratio", type=float, default=0.6, help="t1/t2 above which a frequent word is basic (0.6)"
+    )
+    parser.add_argument(
+        "--optimized-ratio", type=float, default=0.9, help="t1/t2 above which a word is optimized (0.9)"
+    )
+    parser.add_argument(
+        "--min-frequency",
+        type=int,
+        default=DEFAULT_MIN_FREQUENCY,
+        help=f"fewest text-layer occurrences of an optimized antecedent ({DEFAULT_MIN_FREQUENCY})",
     )
     parser.add_argument(
         "--basic-min-share",
@@ -272,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_ratio("--optimized-ratio", args.optimized_ratio)
         if args.min_frequency < 1:
             raise ValueError("--min-frequency must be >= 1")
+        if not 0 <= args.basic_min_share < 1:
+            raise ValueError("--basic-min-share must be a share in [0, 1), e.g. 0.01 for one word in 100")
         paths, missing = find_page_pairs(args.pages)
         if not paths:
             raise ValueError("no page with a known text layer found: see --help for the layouts read")
@@ -293,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     header = [
         "SpotSigs antecedents learned by `newsdedup antecedents` (Li et al. 2017, section 3.3).",
         f"Learned from {stats.pages} pages with a known text layer ({sources}), segmenter {args.segmenter!r}:",
-        f"{stats.text_words} text-layer words, {stats.page_words} whole-page words, {len(candidates)} candidate stopwords.",
+        f"{stats.text_words} text-layer words, {stats.page_words} whole-page words, "
+        f"{len(candidates)} candidate stopwords.",
         "t1 = frequency in the text layers, t2 = frequency in the whole visible pages.",
         f"basic: t1/t2 > {args.basic_ratio} and t1 >= {args.basic_min_share:.2%} of text-layer words "
         f"({max(args.min_frequency, args.basic_min_share * stats.text_words):.0f}): {len(basic)} words.",
@@ -303,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     _write_list(out / "basic.txt", basic, stats, header + ["", "This file: the basic antecedents."])
-    _write_list(out / "optimized.txt", optimized, stats, header + ["", "This file: the optimized antecedents (without the basic ones)."])
+    _write_list(
+        out / "optimized.txt", optimized, stats, header + ["", "This file: the optimized antecedents (not the basic ones)."]
+    )
 
     print(f"pages read: {stats.pages} (skipped without a text layer: {len(missing)})")
     print("word\tt1\tt2\tt1/t2")

@@ -72,7 +72,7 @@ class SimhashDetector:
 class SpotSigsDetector:
     method = "spotsigs"
 
-    def __init__(self, *, tau: float = 0.5, min_signatures: int = 1) -> None:
+    def __init__(self, *, tau: float = 0.5, min_signatures: int = 4) -> None:
         self.tau = tau
         self.index = SpotSigsIndex(tau=tau, min_signatures=min_signatures)
 
@@ -95,7 +95,7 @@ class SpotSigsDetector:
 class HybridDetector:
     method = "hybrid"
 
-    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.5, min_signatures: int = 1) -> None:
+    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.5, min_signatures: int = 4) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
@@ -139,7 +139,7 @@ class NearSettings:
     simhash_bits: int = 64
     simhash_max_distance: int = 3
     spotsigs_tau: float = 0.5
-    spotsigs_min_signatures: int = 1
+    spotsigs_min_signatures: int = 4
 
 
 def make_detector(settings: NearSettings) -> NearDetector:

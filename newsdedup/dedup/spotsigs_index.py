@@ -112,7 +112,9 @@ class SpotSigsIndex:
     def __init__(self, tau: float = 0.5, *, max_length: int = 100_000, min_signatures: int = 1) -> None:
         self.tau = self._check_tau(tau)
         if isinstance(min_signatures, bool) or not isinstance(min_signatures, int) or min_signatures < 1:
-            raise ValueError(f"min_signatures must be an integer >= 1 (e.g. 4 to skip near-empty pages), got {min_signatures!r}")
+            raise ValueError(
+                f"min_signatures must be an integer >= 1 (e.g. 4 to skip near-empty pages), got {min_signatures!r}"
+            )
         self.min_signatures = min_signatures
         self.max_length = max_length
         self._partitions = length_partitions(self.tau, max_length)  # validates max_length
@@ -170,8 +172,7 @@ class SpotSigsIndex:
             self._seq_of[key] = seq
 
         posting = _posting_key(length) | seq
-        ids = array("I")
-        counts = array("I")
+        ids: list[int] = []
         id_of, postings = self._id_of, self._postings
         for spot, count in spots.items():
             spot_id = id_of.get(spot)
@@ -185,8 +186,8 @@ class SpotSigsIndex:
                 else:
                     insort(held, posting)
             ids.append(spot_id)
-            counts.append(count)
-        self._docs[seq] = _Doc(key, length, ids, counts)
+        # Arrays built from lists are allocated to size (appending over-allocates).
+        self._docs[seq] = _Doc(key, length, array("I", ids), array("I", spots.values()))
         self._partition_sizes[self._partition_of(length)] += 1
         return True
 
@@ -325,14 +326,17 @@ class SpotSigsIndex:
     @staticmethod
     def _check_tau(tau: float) -> float:
         if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau <= 1:
-            raise ValueError(f"tau must be a Jaccard threshold with 0 < tau <= 1 (the paper uses 0.35-0.6), got {tau!r}")
+            raise ValueError(
+                f"tau must be a Jaccard threshold with 0 < tau <= 1 (the paper uses 0.35-0.6), got {tau!r}"
+            )
         return float(tau)
 
     @staticmethod
     def _positive_counts(signatures: Mapping[Hashable, int]) -> dict[Hashable, int]:
         if not isinstance(signatures, Mapping):
             raise ValueError(
-                f"signatures must be a mapping spot -> count (a Counter from spot_signatures), got {type(signatures).__name__}"
+                "signatures must be a mapping spot -> count (a Counter from spot_signatures), "
+                f"got {type(signatures).__name__}"
             )
         positive: dict[Hashable, int] = {}
         for spot, count in signatures.items():

@@ -48,7 +48,7 @@ def near_settings_from_settings(settings: BaseSettings) -> NearSettings:
         simhash_bits=settings.getint("NEWSDEDUP_SIMHASH_BITS", 64),
         simhash_max_distance=settings.getint("NEWSDEDUP_SIMHASH_MAX_DISTANCE", 3),
         spotsigs_tau=settings.getfloat("NEWSDEDUP_SPOTSIGS_TAU", 0.5),
-        spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 1),
+        spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 4),
     )
 
 

@@ -1,0 +1,98 @@
+"""The ``newsdedup`` command line as a user runs it (subprocesses, real files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "pages"
+
+STORY = (
+    "临江市今天正式开通首条全自动驾驶公交线路，线路全长十二公里，沿途设置十八个站点。"
+    "市交通运输局负责人介绍，首批投入运营的十辆自动驾驶公交车均配备激光雷达和毫米波雷达。"
+    "车辆在封闭测试场内累计完成了三万公里的测试，各项安全指标均达到设计要求。"
+    "首日运营期间，线路共运送乘客两千余人次，未发生任何安全事故。"
+    "不少市民专程前来体验，一位退休教师表示，车辆起步和刹车都很平稳，乘坐感受和普通公交差别不大。"
+    "按照计划，明年上半年全市还将新增三条自动驾驶公交线路，覆盖高铁站和主要商业区。"
+)
+OTHER = (
+    "第十五届临江国际马拉松赛昨日鸣枪开跑，来自二十六个国家和地区的三万名选手参加比赛。"
+    "男子全程冠军由肯尼亚选手以两小时八分的成绩获得，女子冠军则被一名国内选手夺得。"
+    "赛事组委会在沿途设置了二十个补给站和十二个医疗点，志愿者人数超过四千人。"
+    "据统计，赛事期间全市酒店入住率达到九成以上，带动餐饮和旅游消费超过两亿元。"
+    "组委会表示，明年将进一步优化赛道设计，增加沿江风景路段。"
+)
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "newsdedup.cli", *args], cwd=REPO_ROOT, input=stdin,
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_help_lists_every_command():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("demo", "export", "extract", "dedup", "antecedents"):
+        assert command in result.stdout
+
+
+def test_extract_prints_json_lines_and_reports_skips():
+    pages = [str(FIXTURES / "article_related.html"), str(FIXTURES / "list_page.html")]
+    result = run_cli("extract", *pages)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 1
+    record = lines[0]
+    assert set(record) == {"path", "url", "title", "text", "published_at", "author", "source"}
+    assert record["path"] == pages[0] and record["text"] and "相关阅读" not in record["text"]
+    assert "list_page.html: skipped (list_page)" in result.stderr
+
+
+def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
+    edited = STORY.replace("十二公里", "约十二公里").replace("两千余人次", "两千多人次") + "本文来源：临江日报。"
+    docs = [
+        {"id": "a", "text": STORY},
+        {"id": "b", "text": OTHER},
+        {"id": "c", "text": "  " + STORY.replace("，", ",") + "\n"},  # width and spacing only
+        {"id": "d", "text": edited, "title": "自动驾驶公交开通"},
+    ]
+    source = tmp_path / "docs.jsonl"
+    source.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\nnot json\n", encoding="utf-8")
+    out = tmp_path / "verdicts.jsonl"
+    result = run_cli("dedup", "--input", str(source), "--output", str(out), "--workers", "0")
+    assert result.returncode == 0, result.stderr
+    verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [v["id"] for v in verdicts] == ["a", "b", "c", "d"]
+    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method"}
+    assert [v["status"] for v in verdicts] == ["unique", "unique", "exact_duplicate", "near_duplicate"]
+    assert verdicts[2]["duplicate_of"] == "a" and verdicts[3]["duplicate_of"] == "a"
+    assert verdicts[3]["cluster_id"] == verdicts[0]["cluster_id"] != verdicts[1]["cluster_id"]
+    assert 0.5 <= verdicts[3]["similarity"] <= 1  # the edits may touch no spot, so 1.0 is possible
+    assert "1 bad input lines skipped" in result.stderr
+
+
+def test_dedup_rejects_a_bad_method_with_a_clear_message(tmp_path):
+    result = run_cli("dedup", "--input", "-", "--output", "-", "--tau", "1.5", stdin="")
+    assert result.returncode == 2
+    assert "tau" in result.stderr
+
+
+def test_export_of_a_missing_database_is_a_clear_error(tmp_path):
+    result = run_cli("export", "--storage", f"sqlite:///{tmp_path / 'none.sqlite'}")
+    assert result.returncode == 2 and "no database" in result.stderr
+
+
+def test_demo_runs_end_to_end_and_summarises(tmp_path):
+    result = run_cli("demo", "--storage", f"sqlite:///{tmp_path / 'demo.sqlite'}", "--workers", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "Run 1" in out and "Run 2" in out
+    assert "exact repeats dropped" in out and "near-duplicate reprints tagged" in out
+    assert "14 unique stories" in out  # the demo has 14 distinct stories over its two days
+    exported = run_cli("export", "--storage", f"sqlite:///{tmp_path / 'demo.sqlite'}")
+    assert len(exported.stdout.splitlines()) == 23  # every article page of day 2, stored or repeated
