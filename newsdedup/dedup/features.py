@@ -7,7 +7,6 @@ worker process, ``newsdedup dedup`` likewise, so the stages cost the same everyw
 
 from __future__ import annotations
 
-import unicodedata
 from array import array
 from collections import Counter
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from newsdedup.dedup.simhash import char_shingle_features, default_idf, shingle_features, simhash, word_features
 from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
-from newsdedup.text.normalize import normalize_text
+from newsdedup.text.normalize import is_word, normalize_text
 from newsdedup.text.segment import get_segmenter
 from newsdedup.text.stopwords import load_stopwords
 
@@ -67,11 +66,6 @@ class DocFeatures:
     spots: Counter[int] | None = None
 
 
-def _is_word(token: str) -> bool:
-    # Punctuation and spaces carry no wording; SpotSigs chains and features skip them.
-    return any(unicodedata.category(ch)[0] in "LN" for ch in token)
-
-
 class FeatureExtractor:
     """Computes :class:`DocFeatures` for one configuration; build once per process."""
 
@@ -91,7 +85,7 @@ class FeatureExtractor:
         config = self.config
         if not (config.uses_simhash or config.uses_spotsigs):
             return doc
-        tokens = [t for t in self._segmenter.cut(normalized) if _is_word(t)]
+        tokens = [t for t in self._segmenter.cut(normalized) if is_word(t)]
         if config.uses_simhash:
             if config.simhash_features == "words":
                 weighted = word_features(tokens, self._stopwords, idf=self._idf, default_idf=self._default_idf)

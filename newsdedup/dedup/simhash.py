@@ -24,11 +24,11 @@ import importlib.resources
 import math
 import re
 import statistics
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from newsdedup.text.hashing import hash64, hash128
+from newsdedup.text.normalize import is_word
 
 __all__ = [
     "SIMHASH_BITS",
@@ -131,7 +131,7 @@ def hamming(a: int, b: int) -> int:
 
 
 def _is_punctuation_or_symbol(token: str) -> bool:
-    return all(unicodedata.category(char)[0] in "PSZC" for char in token)
+    return not is_word(token)
 
 
 def _is_dropped_token(token: str) -> bool:

@@ -23,13 +23,14 @@ The paper's example 1 (antecedents {and, in, out, was, to, at}, distance 1, chai
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from fractions import Fraction
 from importlib import resources
 from math import floor
 from pathlib import Path
+
+from newsdedup.text.normalize import is_word  # re-exported: part of the SpotSigs API
 
 __all__ = [
     "ANTECEDENT_LISTS",
@@ -43,14 +44,6 @@ __all__ = [
 
 #: Packaged antecedent lists; "optimized" is used together with "basic", as the paper does.
 ANTECEDENT_LISTS: dict[str, tuple[str, ...]] = {"basic": ("basic",), "optimized": ("basic", "optimized")}
-
-
-def is_word(token: str) -> bool:
-    """True when ``token`` holds a letter or a digit (Chinese characters are letters).
-
-    Punctuation and whitespace tokens, which segmenters such as jieba return, carry no wording.
-    """
-    return any(unicodedata.category(ch)[0] in "LN" for ch in token)
 
 
 def spot_signatures(

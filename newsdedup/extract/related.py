@@ -102,9 +102,15 @@ _MAX_BLOCK_PROSE = 40
 _PROTECTED_PROSE_SHARE = 0.5
 
 
+# Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and a
+# regex scan is an order of magnitude faster than testing unicodedata.category per character.
+_LETTERS_AND_NUMBERS = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s+")
+
+
 def normalize_heading(text: str) -> str:
     """The text with whitespace, punctuation and symbols removed (``"【相关阅读】："`` -> ``"相关阅读"``)."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch)[0] in "LN")
+    return "".join(_LETTERS_AND_NUMBERS.findall(unicodedata.normalize("NFKC", text)))
 
 
 def _heading_word(text: str, words: Iterable[str] = _HEADING_WORDS) -> str | None:
@@ -133,7 +139,7 @@ class TextStats:
 
 
 def _visible(piece: str | None) -> int:
-    return 0 if not piece else sum(1 for ch in piece if not ch.isspace())
+    return 0 if not piece else len(piece) - sum(len(m) for m in _SPACE.findall(piece))
 
 
 def _prose(piece: str | None) -> int:

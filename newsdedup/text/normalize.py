@@ -15,7 +15,11 @@ import re
 import sys
 import unicodedata
 
-__all__ = ["normalize_text"]
+__all__ = ["is_word", "normalize_text"]
+
+# Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and one
+# regex search is much faster than looking up unicodedata.category per character.
+_LETTER_OR_NUMBER = re.compile(r"[^\W_]")
 
 # Control (Cc), format (Cf: zero-width space/joiners, BOM, bidi marks, soft hyphen, ...) and lone surrogate
 # (Cs) characters are invisible in a rendered page but differ between copies of one article. Whitespace
@@ -63,3 +67,14 @@ def normalize_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     # str.split() with no argument splits on every Unicode whitespace run and drops empty ends.
     return " ".join(text.split())
+
+
+def is_word(token: str) -> bool:
+    """True when ``token`` holds a letter or a digit (Chinese characters are letters).
+
+    Punctuation, symbol and whitespace tokens, which segmenters such as jieba return, carry no wording.
+
+    >>> is_word("新闻"), is_word("2014"), is_word("，"), is_word("——"), is_word("")
+    (True, True, False, False, False)
+    """
+    return _LETTER_OR_NUMBER.search(token) is not None
