@@ -161,3 +161,16 @@ def test_a_killed_crawl_loses_nothing_when_restarted(portal, tmp_path):
     paths = [urlsplit(r["url"]).path for r in rows]
     assert sorted(paths) == sorted(manifest["by_day"][1]["new_article_pages"])  # complete, nothing twice
     check_stories(rows, manifest["pages"])
+
+
+def test_a_broken_site_file_stops_the_crawl_with_a_message_naming_the_fix(tmp_path):
+    sites_file = tmp_path / "sites.toml"
+    sites_file.write_text(
+        '[[site]]\nname = "x"\nstart_urls = ["http://127.0.0.1:9/"]\nallowed_domains = ["127.0.0.1"]\n'
+        'article_url_patern = "a"\n',
+        encoding="utf-8",
+    )
+    result = subprocess.run(crawl_command(sites_file, tmp_path / "db.sqlite"), cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "did you mean 'article_url_pattern'" in result.stderr
