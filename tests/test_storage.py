@@ -86,3 +86,13 @@ def test_committed_batches_survive_a_crash_and_wal_is_on(tmp_path):
 def test_bad_uris_name_the_fix(uri):
     with pytest.raises(ValueError, match="sqlite:///"):
         open_store(uri)
+
+
+def test_named_state_blobs_persist_and_replace(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with open_store(uri) as store:
+        assert store.load_state("esimhash") is None
+        store.save_state("esimhash", b"v1")
+        store.save_state("esimhash", b"v2")
+    with open_store(uri) as store:
+        assert store.load_state("esimhash") == b"v2"

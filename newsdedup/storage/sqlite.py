@@ -65,6 +65,10 @@ CREATE TABLE IF NOT EXISTS repeats (
     repeat_of TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS repeats_repeat_of ON repeats (repeat_of);
+CREATE TABLE IF NOT EXISTS state (
+    name TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS skipped (
     url TEXT PRIMARY KEY,
     site TEXT,
@@ -201,6 +205,20 @@ class SQLiteStore:
         self._pending_repeats.clear()
         self._pending_skipped.clear()
         self._pending_by_fingerprint.clear()
+
+    def save_state(self, name: str, data: bytes) -> None:
+        """Persist a named blob of dedup state (e.g. corpus statistics) with the pending batch."""
+        self.flush()
+        with self.conn:
+            self.conn.execute("BEGIN")
+            self.conn.execute(
+                "INSERT INTO state (name, data) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET data = excluded.data",
+                (name, data),
+            )
+
+    def load_state(self, name: str) -> bytes | None:
+        row = self.conn.execute("SELECT data FROM state WHERE name = ?", (name,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     # -- reads -----------------------------------------------------------------------------
     def find_by_fingerprint(self, fingerprint: bytes) -> StoredRef | None:
