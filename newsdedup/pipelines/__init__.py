@@ -39,3 +39,12 @@ class StagePipeline:
     @staticmethod
     def handles(item: object) -> bool:
         return isinstance(item, ArticlePage)
+
+    def process_item(self, item):
+        """Dedup stages see analysed article pages only; anything else passes through."""
+        if not self.handles(item) or item.analysis is None:
+            return item
+        return self.process_page(item)
+
+    def process_page(self, page: ArticlePage) -> ArticlePage:
+        raise NotImplementedError

@@ -11,9 +11,7 @@ from newsdedup.storage.base import EXACT_DUPLICATE, RepeatRecord
 class ExactDedupPipeline(StagePipeline):
     stage = "exact"
 
-    def process_item(self, item):
-        if not self.handles(item) or item.analysis is None:
-            return item
+    def process_page(self, item):
         analysis = item.analysis
         ref = self.state.exact.find(analysis.features.fingerprint)
         self.inc("checked")

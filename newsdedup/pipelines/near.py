@@ -9,9 +9,7 @@ from newsdedup.storage.base import NEAR_DUPLICATE, UNIQUE
 class NearDedupPipeline(StagePipeline):
     stage = "near"
 
-    def process_item(self, item):
-        if not self.handles(item) or item.analysis is None:
-            return item
+    def process_page(self, item):
         state = self.state
         item.article_id = state.store.new_article_id()
         assignment = state.clusterer.assign(item.article_id, item.analysis.features)

@@ -10,9 +10,7 @@ from newsdedup.storage.base import UNIQUE, ArticleRecord
 class StorePipeline(StagePipeline):
     stage = "store"
 
-    def process_item(self, item):
-        if not self.handles(item) or item.analysis is None:
-            return item
+    def process_page(self, item):
         state = self.state
         article = item.analysis.article
         features = item.analysis.features
