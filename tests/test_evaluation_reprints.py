@@ -70,7 +70,7 @@ def test_arguments_are_validated_before_reading_data(tmp_path):
         build_text_benchmark(tmp_path)  # no corpus there
 
 
-SMALL = dict(stories=40, singletons=10, disclaimer_negatives=5, same_topic_pairs=5, junk=12)
+SMALL = {"stories": 40, "singletons": 10, "disclaimer_negatives": 5, "same_topic_pairs": 5, "junk": 12}
 
 
 @pytest.fixture(scope="module")

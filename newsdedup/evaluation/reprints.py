@@ -473,20 +473,26 @@ def _too_close(grams: set[str], kept_grams: list[set[str]], postings: dict[str, 
 
 
 _JUNK_TEMPLATES = (
-    "var ua = navigator.userAgent.toLowerCase();\nvar isIOS = /\\(iPad/i.test(ua);\nif(isIOS){{\n"
-    "  location.replace('http://slide.example.com.cn/play.php?sid={sid}&id={id}&ch={ch}'+location.hash);\n}}\n"
-    "a:link{{color:#333;text-decoration:none;}}\na:hover{{color:#f00;text-decoration:underline;}}\n"
-    "body{{color:#000;background:#fff;font:12px/20px \"Microsoft Yahei\",\"SimSun\",sans-serif;}}\n"
-    ".slide-wrap{{width:1000px;margin:0 auto;overflow:hidden;}}\n.article-editor{{display:none;visibility:hidden;}}\n",
-    "(function(){{\n  var adScript = document.createElement('script');\n"
-    "  adScript.src = '//ad.example.com.cn/loader/{sid}/left_{id}.js';\n"
-    "  document.getElementsByTagName('head')[0].appendChild(adScript);\n}})();\n"
-    "window.PAGE_CONFIG = {{ channel: '{ch}', docid: '{id}', sid: '{sid}', comment: true, share: ['weibo','wechat'] }};\n",
-    "PageWidget.load({{\n  trigger: {{ id: 'videoList{ch}' }},\n  require: [\n"
-    "    {{ url: '//static.example.com.cn/player/js/player_v1.js' }},\n"
-    "    {{ url: '//static.example.com.cn/page/video{sid}.js' }}\n  ],\n"
-    "  onAfterModuleLoad: function () {{ new VideoPlayer({{ container: 'videoList{ch}', video_id: {id}, autoplay: false }}); }}\n"
-    "}});\n",
+    (
+        "var ua = navigator.userAgent.toLowerCase();\nvar isIOS = /\\(iPad/i.test(ua);\nif(isIOS){{\n"
+        "  location.replace('http://slide.example.com.cn/play.php?sid={sid}&id={id}&ch={ch}'+location.hash);\n}}\n"
+        "a:link{{color:#333;text-decoration:none;}}\na:hover{{color:#f00;text-decoration:underline;}}\n"
+        "body{{color:#000;background:#fff;font:12px/20px \"Microsoft Yahei\",\"SimSun\",sans-serif;}}\n"
+        ".slide-wrap{{width:1000px;margin:0 auto;overflow:hidden;}}\n.article-editor{{display:none;visibility:hidden;}}\n"
+    ),
+    (
+        "(function(){{\n  var adScript = document.createElement('script');\n"
+        "  adScript.src = '//ad.example.com.cn/loader/{sid}/left_{id}.js';\n"
+        "  document.getElementsByTagName('head')[0].appendChild(adScript);\n}})();\n"
+        "window.PAGE_CONFIG = {{ channel: '{ch}', docid: '{id}', sid: '{sid}', comment: true, share: ['weibo','wechat'] }};\n"
+    ),
+    (
+        "PageWidget.load({{\n  trigger: {{ id: 'videoList{ch}' }},\n  require: [\n"
+        "    {{ url: '//static.example.com.cn/player/js/player_v1.js' }},\n"
+        "    {{ url: '//static.example.com.cn/page/video{sid}.js' }}\n  ],\n"
+        "  onAfterModuleLoad: function () {{ new VideoPlayer({{ container: 'videoList{ch}', video_id: {id}, autoplay: false }}); }}\n"
+        "}});\n"
+    ),
 )
 
 
