@@ -122,10 +122,16 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             method=args.method, segmenter=args.segmenter, simhash_bits=args.simhash_bits,
             simhash_features=args.simhash_features, antecedents=args.antecedents,
             spot_chain=args.spot_chain, spot_distance=args.spot_distance,
+            dwdcs_key_concepts=args.key_concepts, dwdcs_hub_candidates=args.hub_candidates,
+            dwdcs_min_frequency=args.min_concept_frequency, dwdcs_merge_threshold=args.concept_merge,
+            dwdcs_max_nodes=args.max_concept_nodes, dwdcs_synonyms=args.synonyms,
         )
         near = NearSettings(
             method=args.method, simhash_bits=args.simhash_bits, simhash_max_distance=args.max_distance,
             spotsigs_tau=args.tau, spotsigs_min_signatures=args.min_signatures,
+            esimhash_max_distance=args.esimhash_max_distance, esimhash_weight_cap=args.weight_cap,
+            dwdcs_cosine=args.dwdcs_cosine, dwdcs_max_variance=args.dwdcs_max_variance,
+            dwdcs_min_key_concepts=args.min_key_concepts,
         )
         dedup = Deduplicator(SinglePassClusterer(make_detector(near)))
     except ValueError as exc:
@@ -208,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
     dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
-    dedup.add_argument("--method", default="hybrid", choices=("simhash", "spotsigs", "hybrid"),
+    dedup.add_argument("--method", default="hybrid", choices=("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"),
                        help="near-duplicate method (default: hybrid)")
     dedup.add_argument("--tau", type=float, default=0.5, help="SpotSigs Jaccard threshold (default 0.5)")
     dedup.add_argument("--min-signatures", type=int, default=4,
@@ -219,6 +225,23 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--antecedents", default="optimized", help="basic, optimized or a file of antecedents")
     dedup.add_argument("--spot-chain", type=int, default=1, help="SpotSigs chain length n (default 1)")
     dedup.add_argument("--spot-distance", type=int, default=1, help="SpotSigs spot distance d (default 1)")
+    dedup.add_argument("--esimhash-max-distance", type=int, default=10,
+                       help="E-Simhash Hamming threshold of 128 bits (default 10)")
+    dedup.add_argument("--weight-cap", type=float, default=90.0, help="E-Simhash word weight cap W_t (default 90)")
+    dedup.add_argument("--key-concepts", type=int, default=20, help="DWDCS key concepts per document p (default 20)")
+    dedup.add_argument("--hub-candidates", type=int, default=30,
+                       help="DWDCS highest-degree concepts scored, l (default 30)")
+    dedup.add_argument("--min-concept-frequency", type=int, default=2,
+                       help="DWDCS: concepts occurring at least this often are network nodes (default 2)")
+    dedup.add_argument("--concept-merge", type=float, default=0.6,
+                       help="DWDCS concept merge threshold Rel_thr (default 0.6)")
+    dedup.add_argument("--max-concept-nodes", type=int, default=400, help="DWDCS network size cap (default 400)")
+    dedup.add_argument("--synonyms", default=None, help="DWDCS synonym file, one set per line (default: none)")
+    dedup.add_argument("--dwdcs-cosine", type=float, default=0.9, help="DWDCS cosine threshold Sim_thr (default 0.9)")
+    dedup.add_argument("--dwdcs-max-variance", type=float, default=0.01,
+                       help="DWDCS position variance threshold S_thr (default 0.01)")
+    dedup.add_argument("--min-key-concepts", type=int, default=5,
+                       help="DWDCS: documents with fewer key concepts are neither indexed nor matched (default 5)")
     dedup.add_argument("--segmenter", default="auto", choices=("auto", "jieba", "rjieba"))
     dedup.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     dedup.set_defaults(func=cmd_dedup)

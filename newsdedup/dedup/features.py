@@ -1,24 +1,36 @@
 """Turn an article body into everything the dedup stages compare: the CPU-heavy part.
 
-One segmentation feeds both Simhash and SpotSigs.  :class:`FeatureExtractor` loads its
-resources (segmenter dictionary, stopwords, IDF table, antecedents) once; the crawl runs one per
-worker process, ``newsdedup dedup`` likewise, so the stages cost the same everywhere.
+One segmentation feeds every method (Simhash, SpotSigs, E-Simhash, DWDCS).  Only per-document work
+happens here: E-Simhash weighs words with statistics of the whole corpus, which evolve from document to
+document, so the worker hands over the content words and the detector in the main process weighs them.
+:class:`FeatureExtractor` loads its resources (segmenter dictionary, stopwords, IDF table, antecedents)
+once; the crawl runs one per worker process, ``newsdedup dedup`` likewise, so the stages cost the same
+everywhere.
 """
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 
-from newsdedup.dedup.simhash import char_shingle_features, default_idf, shingle_features, simhash, word_features
+from newsdedup.dedup.dwdcs import KeyConceptExtractor, KeyConcepts, load_synonyms
+from newsdedup.dedup.simhash import (  # _is_dropped_token: the one filter of word_features, shared
+    _is_dropped_token,
+    char_shingle_features,
+    default_idf,
+    shingle_features,
+    simhash,
+    word_features,
+)
 from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
 from newsdedup.text.normalize import is_word, normalize_text
 from newsdedup.text.segment import get_segmenter
 from newsdedup.text.stopwords import load_stopwords
 
-METHODS = ("simhash", "spotsigs", "hybrid")
+METHODS = ("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs")
 SIMHASH_FEATURES = ("words", "word_shingles", "chars")
 
 
@@ -35,6 +47,13 @@ class FeatureConfig:
     antecedents: str = "optimized"
     spot_chain: int = 1
     spot_distance: int = 1
+    # DWDCS key concept extraction (see newsdedup.dedup.dwdcs for each parameter).
+    dwdcs_key_concepts: int = 20
+    dwdcs_hub_candidates: int = 30
+    dwdcs_min_frequency: int = 2
+    dwdcs_merge_threshold: float = 0.6
+    dwdcs_max_nodes: int = 400
+    dwdcs_synonyms: str | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -47,6 +66,18 @@ class FeatureConfig:
             )
         if self.spot_chain < 1 or self.spot_distance < 1:
             raise ValueError("SpotSigs chain length and distance must both be >= 1")
+        if self.uses_key_concepts:
+            if self.dwdcs_synonyms is not None and not os.path.isfile(self.dwdcs_synonyms):
+                raise ValueError(f"DWDCS synonym file not found: {self.dwdcs_synonyms!r}; pass an existing file or none")
+            # Fail here, in the parent, with the parameter's name rather than in every worker.
+            KeyConceptExtractor(**self._key_concept_options())
+
+    def _key_concept_options(self) -> dict:
+        return {
+            "key_concepts": self.dwdcs_key_concepts, "hub_candidates": self.dwdcs_hub_candidates,
+            "min_frequency": self.dwdcs_min_frequency, "merge_threshold": self.dwdcs_merge_threshold,
+            "max_nodes": self.dwdcs_max_nodes,
+        }
 
     @property
     def uses_simhash(self) -> bool:
@@ -56,6 +87,20 @@ class FeatureConfig:
     def uses_spotsigs(self) -> bool:
         return self.method in ("spotsigs", "hybrid")
 
+    @property
+    def uses_content_words(self) -> bool:
+        """E-Simhash: the worker returns the content words, the detector weighs them."""
+        return self.method == "esimhash"
+
+    @property
+    def uses_key_concepts(self) -> bool:
+        return self.method == "dwdcs"
+
+    @property
+    def rebuilds_from_text(self) -> bool:
+        """True when stored records lack this method's features, so a rebuild re-derives them from the text."""
+        return self.uses_content_words or self.uses_key_concepts
+
 
 @dataclass
 class DocFeatures:
@@ -64,6 +109,8 @@ class DocFeatures:
     fingerprint: bytes
     simhash: int | None = None
     spots: Counter[int] | None = None
+    content_words: list[str] | None = None  # E-Simhash: see content_words()
+    key_concepts: KeyConcepts | None = None  # DWDCS
 
 
 class FeatureExtractor:
@@ -75,6 +122,10 @@ class FeatureExtractor:
         self._stopwords = load_stopwords(config.stopwords)
         self._idf, self._default_idf = default_idf()
         self._antecedents = load_antecedents(config.antecedents) if config.uses_spotsigs else frozenset()
+        self._key_concepts: KeyConceptExtractor | None = None
+        if config.uses_key_concepts:
+            synonyms = load_synonyms(config.dwdcs_synonyms) if config.dwdcs_synonyms else None
+            self._key_concepts = KeyConceptExtractor(**config._key_concept_options(), synonyms=synonyms)
 
     def fingerprint(self, text: str) -> bytes:
         return text_fingerprint(normalize_text(text))
@@ -83,7 +134,7 @@ class FeatureExtractor:
         normalized = normalize_text(text)
         doc = DocFeatures(fingerprint=text_fingerprint(normalized))
         config = self.config
-        if not (config.uses_simhash or config.uses_spotsigs):
+        if not (config.uses_simhash or config.uses_spotsigs or config.uses_content_words or config.uses_key_concepts):
             return doc
         tokens = [t for t in self._segmenter.cut(normalized) if is_word(t)]
         if config.uses_simhash:
@@ -103,7 +154,26 @@ class FeatureExtractor:
             for spot, count in spots.items():
                 hashed[hash64(spot)] += count
             doc.spots = hashed
+        if config.uses_content_words or config.uses_key_concepts:
+            words = content_words(tokens, self._stopwords)
+            if config.uses_content_words:
+                doc.content_words = words
+            if self._key_concepts is not None:
+                doc.key_concepts = self._key_concepts.extract(words)
         return doc
+
+
+def content_words(tokens: list[str], stopwords: frozenset[str]) -> list[str]:
+    """The words that carry content, lower-cased, in text order: what E-Simhash and DWDCS work on.
+
+    Drops what :func:`newsdedup.dedup.simhash.word_features` drops: stopwords, punctuation and symbols,
+    numbers, single non-Chinese characters.
+
+    >>> content_words(["北京", "的", "AI", "2018", "，", "a", "大学"], frozenset({"的"}))
+    ['北京', 'ai', '大学']
+    """
+    words = (token.lower() for token in tokens)
+    return [word for word in words if word not in stopwords and not _is_dropped_token(word)]
 
 
 def pack_spots(spots: Counter[int] | None) -> bytes | None:

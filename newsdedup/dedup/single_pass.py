@@ -14,6 +14,10 @@ Three are offered:
   Simhash lies within k bits; the best match is ranked by Jaccard.  SpotSigs keeps precision on
   pages that share boilerplate, Simhash adds the reordered or lightly edited copies whose spot
   sets drifted.
+- ``esimhash``: E-Simhash (:mod:`newsdedup.dedup.esimhash`), 128-bit fingerprints weighted with
+  corpus statistics that the detector learns from every document it is shown.
+- ``dwdcs``: DWDCS (:mod:`newsdedup.dedup.dwdcs`), key concepts of a concept network; cosine and
+  position variance decide, an inverted index over key concepts finds the candidates.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
+from newsdedup.dedup.dwdcs import KeyConceptIndex
+from newsdedup.dedup.esimhash import CorpusStatistics, ESimhashIndex
 from newsdedup.dedup.features import DocFeatures
 from newsdedup.dedup.simhash_index import SimhashIndex
 from newsdedup.dedup.spotsigs import multiset_jaccard
@@ -133,6 +139,108 @@ class HybridDetector:
         return len(self.simhash_index)
 
 
+class ESimhashDetector:
+    """E-Simhash over cluster centres; learns corpus statistics from every document it is shown.
+
+    ``best_match`` first adds the document to the statistics (every document that reaches the near
+    stage is stored, so the statistics are those of the stored articles), fingerprints it, then
+    searches; ``add`` indexes that fingerprint. A document that ``best_match`` did not see (a centre
+    restored from storage) is learnt by ``add``; a key already indexed (restored by :meth:`from_bytes`)
+    is left as it is, so loading a snapshot then re-adding the stored centres counts nothing twice.
+    """
+
+    method = "esimhash"
+
+    def __init__(
+        self,
+        *,
+        bits: int = 128,
+        max_distance: int = 10,
+        weight_cap: float = 90.0,
+        tf: str = "count",
+        max_bigrams: int = 2_000_000,
+        index: ESimhashIndex | None = None,
+    ) -> None:
+        self.index = index if index is not None else ESimhashIndex(
+            bits=bits, max_distance=max_distance, weight_cap=weight_cap, tf=tf,
+            statistics=CorpusStatistics(max_bigrams=max_bigrams),
+        )
+        self.bits = self.index.bits
+        self._last: tuple[DocFeatures, int] | None = None  # the features best_match saw last, and their fingerprint
+
+    def best_match(self, features: DocFeatures) -> Match | None:
+        words = _content_words(features)
+        fingerprint = self.index.learn(words)
+        self._last = (features, fingerprint)
+        hits = self.index.query(fingerprint)
+        if not hits:
+            return None
+        key, distance = hits[0]
+        return Match(key, 1.0 - distance / self.bits)
+
+    def add(self, key: Hashable, features: DocFeatures) -> None:
+        if key in self.index:
+            return
+        if self._last is not None and self._last[0] is features:
+            fingerprint = self._last[1]
+        else:
+            fingerprint = self.index.learn(_content_words(features))
+        self._last = None
+        self.index.add(key, fingerprint)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def to_bytes(self) -> bytes:
+        """Corpus statistics and centre fingerprints (see :meth:`ESimhashIndex.to_bytes`)."""
+        return self.index.to_bytes()
+
+    @classmethod
+    def from_bytes(
+        cls, blob: bytes, *, max_distance: int = 10, weight_cap: float = 90.0, tf: str = "count",
+        max_bigrams: int = 2_000_000,
+    ) -> ESimhashDetector:
+        return cls(index=ESimhashIndex.from_bytes(
+            blob, max_distance=max_distance, weight_cap=weight_cap, tf=tf, max_bigrams=max_bigrams,
+        ))
+
+
+def _content_words(features: DocFeatures) -> list[str]:
+    if features.content_words is None:
+        raise ValueError("these features carry no content words: extract them with method esimhash")
+    return features.content_words
+
+
+class DWDCSDetector:
+    """DWDCS over cluster centres: the key-concept inverted index; similarity = cosine."""
+
+    method = "dwdcs"
+
+    def __init__(self, *, cosine_threshold: float = 0.9, max_variance: float = 0.01, min_key_concepts: int = 5) -> None:
+        self.index = KeyConceptIndex(
+            cosine_threshold=cosine_threshold, max_variance=max_variance, min_key_concepts=min_key_concepts
+        )
+
+    def best_match(self, features: DocFeatures) -> Match | None:
+        hits = self.index.query(_key_concepts(features))
+        return Match(*hits[0]) if hits else None
+
+    def add(self, key: Hashable, features: DocFeatures) -> None:
+        self.index.add(key, _key_concepts(features))
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def _key_concepts(features: DocFeatures):
+    if features.key_concepts is None:
+        raise ValueError("these features carry no key concepts: extract them with method dwdcs")
+    return features.key_concepts
+
+
 @dataclass(frozen=True)
 class NearSettings:
     method: str = "hybrid"
@@ -140,6 +248,12 @@ class NearSettings:
     simhash_max_distance: int = 3
     spotsigs_tau: float = 0.5
     spotsigs_min_signatures: int = 4
+    esimhash_max_distance: int = 10
+    esimhash_weight_cap: float = 90.0
+    esimhash_max_bigrams: int = 2_000_000
+    dwdcs_cosine: float = 0.9
+    dwdcs_max_variance: float = 0.01
+    dwdcs_min_key_concepts: int = 5
 
 
 def make_detector(settings: NearSettings) -> NearDetector:
@@ -154,7 +268,21 @@ def make_detector(settings: NearSettings) -> NearDetector:
             tau=settings.spotsigs_tau,
             min_signatures=settings.spotsigs_min_signatures,
         )
-    raise ValueError(f"unknown near-duplicate method {settings.method!r}: choose simhash, spotsigs or hybrid")
+    if settings.method == "esimhash":
+        return ESimhashDetector(
+            max_distance=settings.esimhash_max_distance,
+            weight_cap=settings.esimhash_weight_cap,
+            max_bigrams=settings.esimhash_max_bigrams,
+        )
+    if settings.method == "dwdcs":
+        return DWDCSDetector(
+            cosine_threshold=settings.dwdcs_cosine,
+            max_variance=settings.dwdcs_max_variance,
+            min_key_concepts=settings.dwdcs_min_key_concepts,
+        )
+    raise ValueError(
+        f"unknown near-duplicate method {settings.method!r}: choose simhash, spotsigs, hybrid, esimhash or dwdcs"
+    )
 
 
 @dataclass(frozen=True)
@@ -197,6 +325,8 @@ class SinglePassClusterer:
 
 __all__ = [
     "Assignment",
+    "DWDCSDetector",
+    "ESimhashDetector",
     "HybridDetector",
     "Match",
     "NearDetector",

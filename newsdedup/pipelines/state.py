@@ -39,6 +39,12 @@ def feature_config_from_settings(settings: BaseSettings) -> FeatureConfig:
         antecedents=settings.get("NEWSDEDUP_SPOTSIGS_ANTECEDENTS", "optimized"),
         spot_chain=settings.getint("NEWSDEDUP_SPOTSIGS_CHAIN", 1),
         spot_distance=settings.getint("NEWSDEDUP_SPOTSIGS_DISTANCE", 1),
+        dwdcs_key_concepts=settings.getint("NEWSDEDUP_DWDCS_KEY_CONCEPTS", 20),
+        dwdcs_hub_candidates=settings.getint("NEWSDEDUP_DWDCS_HUB_CANDIDATES", 30),
+        dwdcs_min_frequency=settings.getint("NEWSDEDUP_DWDCS_MIN_FREQUENCY", 2),
+        dwdcs_merge_threshold=settings.getfloat("NEWSDEDUP_DWDCS_MERGE_THRESHOLD", 0.6),
+        dwdcs_max_nodes=settings.getint("NEWSDEDUP_DWDCS_MAX_NODES", 400),
+        dwdcs_synonyms=settings.get("NEWSDEDUP_DWDCS_SYNONYMS") or None,
     )
 
 
@@ -49,6 +55,12 @@ def near_settings_from_settings(settings: BaseSettings) -> NearSettings:
         simhash_max_distance=settings.getint("NEWSDEDUP_SIMHASH_MAX_DISTANCE", 3),
         spotsigs_tau=settings.getfloat("NEWSDEDUP_SPOTSIGS_TAU", 0.5),
         spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 4),
+        esimhash_max_distance=settings.getint("NEWSDEDUP_ESIMHASH_MAX_DISTANCE", 10),
+        esimhash_weight_cap=settings.getfloat("NEWSDEDUP_ESIMHASH_WEIGHT_CAP", 90.0),
+        esimhash_max_bigrams=settings.getint("NEWSDEDUP_ESIMHASH_MAX_BIGRAMS", 2_000_000),
+        dwdcs_cosine=settings.getfloat("NEWSDEDUP_DWDCS_COSINE", 0.9),
+        dwdcs_max_variance=settings.getfloat("NEWSDEDUP_DWDCS_MAX_VARIANCE", 0.01),
+        dwdcs_min_key_concepts=settings.getint("NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS", 5),
     )
 
 
@@ -148,7 +160,11 @@ class CrawlState:
         for record in store.iter_cluster_centres():
             features = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
             config = self.settings.features
-            if (config.uses_simhash and features.simhash is None) or (config.uses_spotsigs and features.spots is None):
+            if (
+                (config.uses_simhash and features.simhash is None)
+                or (config.uses_spotsigs and features.spots is None)
+                or config.rebuilds_from_text  # E-Simhash words, DWDCS key concepts: not stored
+            ):
                 # Stored by another method or bit width: derive the missing features from the text once.
                 recompute = recompute or FeatureExtractor(config)
                 features = recompute.features(record.text)
