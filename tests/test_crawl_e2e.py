@@ -174,3 +174,20 @@ def test_a_broken_site_file_stops_the_crawl_with_a_message_naming_the_fix(tmp_pa
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "did you mean 'article_url_pattern'" in result.stderr
+
+
+def test_esimhash_statistics_persist_across_runs(portal, tmp_path):
+    server, sites_file = portal
+    db = tmp_path / "news.sqlite"
+    run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
+    with sqlite3.connect(db) as conn:
+        first = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
+    assert first is not None and first[0] > 0
+    server.set_day(2)
+    log = run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
+    assert "'newsdedup/near/known_centres'" in log
+    rows = export(db)
+    assert {r["method"] for r in rows if r["status"] != "exact_duplicate"} == {"esimhash"}
+    with sqlite3.connect(db) as conn:
+        second = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
+    assert second[0] > first[0]  # day 2's articles were added to the statistics

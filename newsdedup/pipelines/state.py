@@ -19,7 +19,7 @@ from newsdedup.analysis import AnalysisPool, ExtractOptions
 from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
-from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
+from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleStore
 
@@ -137,6 +137,7 @@ class CrawlState:
         if self.pool is not None:
             self.pool.shutdown()
         if self.store is not None:
+            self._save_detector()
             self.store.close()
         self._publish_stats()
 
@@ -154,10 +155,14 @@ class CrawlState:
         )
         for fingerprint in fingerprints:
             self.exact.add(fingerprint)
-        self.clusterer = SinglePassClusterer(make_detector(self.settings.near))
+        self.clusterer = SinglePassClusterer(self._restore_detector())
+        restored = isinstance(self.clusterer.detector, ESimhashDetector)
         recompute: FeatureExtractor | None = None
         centres = 0
         for record in store.iter_cluster_centres():
+            if restored and record.id in self.clusterer.detector:
+                centres += 1  # restored from the saved state, with its statistics
+                continue
             features = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
             config = self.settings.features
             if (
@@ -175,6 +180,27 @@ class CrawlState:
         stats.set_value("newsdedup/near/known_centres", centres)
         logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres",
                     len(fingerprints), centres)
+
+    def _state_name(self) -> str:
+        return f"near/{self.settings.near.method}"
+
+    def _restore_detector(self):
+        """A fresh detector, or for E-Simhash the saved one: its corpus statistics cover every
+        article seen, not only the cluster centres a rebuild could re-add."""
+        near = self.settings.near
+        if near.method == "esimhash":
+            blob = self.store.load_state(self._state_name())
+            if blob is not None:
+                return ESimhashDetector.from_bytes(
+                    blob, max_distance=near.esimhash_max_distance, weight_cap=near.esimhash_weight_cap,
+                    max_bigrams=near.esimhash_max_bigrams,
+                )
+        return make_detector(near)
+
+    def _save_detector(self) -> None:
+        detector = self.clusterer.detector if self.clusterer is not None else None
+        if isinstance(detector, ESimhashDetector):
+            self.store.save_state(self._state_name(), detector.to_bytes())
 
     def _publish_stats(self) -> None:
         stats = self.crawler.stats
