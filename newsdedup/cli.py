@@ -129,6 +129,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         near = NearSettings(
             method=args.method, simhash_bits=args.simhash_bits, simhash_max_distance=args.max_distance,
             spotsigs_tau=args.tau, spotsigs_min_signatures=args.min_signatures,
+            spotsigs_min_containment=args.min_containment or None,
+            spotsigs_containment_min_spots=args.containment_min_spots,
             esimhash_max_distance=args.esimhash_max_distance, esimhash_weight_cap=args.weight_cap,
             dwdcs_cosine=args.dwdcs_cosine, dwdcs_max_variance=args.dwdcs_max_variance,
             dwdcs_min_key_concepts=args.min_key_concepts,
@@ -214,11 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
     dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
-    dedup.add_argument("--method", default="hybrid", choices=("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"),
-                       help="near-duplicate method (default: hybrid)")
-    dedup.add_argument("--tau", type=float, default=0.5, help="SpotSigs Jaccard threshold (default 0.5)")
-    dedup.add_argument("--min-signatures", type=int, default=4,
-                       help="SpotSigs: texts with fewer spots are neither indexed nor matched (default 4)")
+    dedup.add_argument("--method", default="spotsigs", choices=("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"),
+                       help="near-duplicate method (default: spotsigs)")
+    dedup.add_argument("--tau", type=float, default=0.4, help="SpotSigs Jaccard threshold (default 0.4)")
+    dedup.add_argument("--min-containment", type=float, default=0.7,
+                       help="SpotSigs containment fallback for short versions; 0 switches it off (default 0.7)")
+    dedup.add_argument("--containment-min-spots", type=int, default=10,
+                       help="the smaller text needs this many spots for a containment match (default 10)")
+    dedup.add_argument("--min-signatures", type=int, default=5,
+                       help="SpotSigs: texts with fewer spots are neither indexed nor matched (default 5)")
     dedup.add_argument("--max-distance", type=int, default=3, help="Simhash Hamming threshold (default 3)")
     dedup.add_argument("--simhash-bits", type=int, default=64, choices=(64, 128))
     dedup.add_argument("--simhash-features", default="words", choices=("words", "word_shingles", "chars"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 import pytest
 
@@ -73,9 +73,9 @@ def _variant(rng: random.Random, base: Counter, vocabulary: list[str]) -> Counte
     return +doc
 
 
-def _corpus(rng: random.Random, n: int) -> list[Counter]:
+def _corpus(rng: random.Random, n: int, vocabulary: Sequence[Hashable] | None = None) -> list[Counter]:
     """Clusters of near-copies with lengths from 1 to ~400 (many partitions, repeated spots)."""
-    vocabulary = [f"s{i}" for i in range(600)]
+    vocabulary = vocabulary or [f"s{i}" for i in range(600)]
     docs: list[Counter] = []
     bases: list[Counter] = []
     while len(docs) < n:
@@ -91,11 +91,10 @@ def _corpus(rng: random.Random, n: int) -> list[Counter]:
     return docs
 
 
-@pytest.mark.parametrize("tau", [0.35, 0.5, 0.6, 0.8])
-def test_query_equals_brute_force_on_a_random_stream(tau: float) -> None:
-    rng = random.Random(int(tau * 1000))
-    docs = _corpus(rng, 2500)
-    index = SpotSigsIndex(tau, max_length=rng.choice([60, 261, 100_000]))
+def _check_stream(
+    index: SpotSigsIndex, docs: list[Counter], tau: float, rng: random.Random, removals: float
+) -> tuple[int, int, int]:
+    """Query then add each document, comparing with the reference; returns (hits, straddling, near_boundary)."""
     reference = Reference()
     straddling = near_boundary = hits = 0
     for i, doc in enumerate(docs):
@@ -112,7 +111,7 @@ def test_query_equals_brute_force_on_a_random_stream(tau: float) -> None:
                 near_boundary += index._partition_of(sum(doc.values())) != index._partition_of(reference.sizes[key])
         # Mostly new keys, sometimes a replacement, sometimes a removal.
         roll = rng.random()
-        if roll < 0.05 and len(reference.docs) > 1:
+        if roll < removals and len(reference.docs) > 1:
             victim = rng.choice(list(reference.docs))
             index.remove(victim)
             reference.remove(victim)
@@ -124,7 +123,89 @@ def test_query_equals_brute_force_on_a_random_stream(tau: float) -> None:
             if key in reference.docs:
                 reference.remove(key)
         assert len(index) == len(reference.docs)
+    for key, doc in reference.docs.items():  # what the index keeps is what was added
+        assert index.signatures(key) == doc
+    return hits, straddling, near_boundary
+
+
+@pytest.mark.parametrize("tau", [0.35, 0.5, 0.6, 0.8])
+def test_query_equals_brute_force_on_a_random_stream(tau: float) -> None:
+    rng = random.Random(int(tau * 1000))
+    docs = _corpus(rng, 2500)
+    index = SpotSigsIndex(tau, max_length=rng.choice([60, 261, 100_000]))
+    hits, straddling, near_boundary = _check_stream(index, docs, tau, rng, removals=0.05)
     assert hits > 1000 and straddling > 1000 and near_boundary > 300, (hits, straddling, near_boundary)
+
+
+def _vocabulary(kind: str, rng: random.Random) -> list[Hashable]:
+    if kind == "hashes":  # what the pipeline stores: unsigned 64-bit hashes, half of them >= 2**63
+        return [rng.getrandbits(64) for _ in range(600)]
+    if kind == "small ints":  # consecutive values: the hash table must spread them itself
+        return list(range(600))
+    # Strings and ints in one index, with ints outside 64 unsigned bits (kept like strings).
+    return [f"s{i}" if i % 3 == 0 else -i if i % 3 == 1 else (1 << 64) + i if i % 30 == 2 else i for i in range(600)]
+
+
+@pytest.mark.parametrize("kind", ["hashes", "small ints", "mixed"])
+def test_query_equals_brute_force_with_integer_spots_and_many_removals(kind: str) -> None:
+    """The integer spots go through the open-addressing table: growth, DELETED marks, reused ids."""
+    rng = random.Random(kind)
+    docs = _corpus(rng, 1500, _vocabulary(kind, rng))
+    index = SpotSigsIndex(0.5, max_length=261)
+    hits, straddling, _ = _check_stream(index, docs, 0.5, rng, removals=0.3)
+    assert hits > 500 and straddling > 500, (hits, straddling)
+
+
+def test_table_and_holder_lists_survive_growth_and_emptying() -> None:
+    """One spot held by 150 documents (past every slab into an array) and 20,000 rare 64-bit spots (table
+    resizes), then everything removed in random order: the index must agree with brute force throughout
+    and end empty, with spot ids reused afterwards."""
+    rng = random.Random(5)
+    common = (1 << 64) - 1
+    stored: dict[int, Counter] = {}
+    index = SpotSigsIndex(0.5, min_signatures=1)
+    for i in range(150):
+        doc = Counter({common: rng.randint(1, 3)})
+        doc.update(rng.getrandbits(64) for _ in range(rng.randint(0, 250)))
+        stored[i] = doc
+        assert index.add(i, doc)
+    assert index.stats()["postings"] == sum(len(doc) for doc in stored.values())
+    probe = Counter({common: 2})
+    order = list(stored)
+    rng.shuffle(order)
+    for key in order:
+        assert index.query(probe, tau=0.01) == brute_force(stored, probe, 0.01)
+        index.remove(key)
+        del stored[key]
+    stats = index.stats()
+    assert len(index) == 0 and stats["distinct_spots"] == 0 and stats["postings"] == 0
+    assert index.query(probe) == []
+    index.add("again", probe)
+    assert index.query(probe) == [("again", 1.0)] and index.stats()["distinct_spots"] == 1
+
+
+def test_signatures_and_jaccard_of_a_stored_key() -> None:
+    rng = random.Random(9)
+    vocabulary = _vocabulary("mixed", rng) + _vocabulary("hashes", rng)
+    index = SpotSigsIndex(0.5)
+    docs = {i: Counter(rng.choices(vocabulary, k=rng.randint(1, 60))) for i in range(200)}
+    for key, doc in docs.items():
+        index.add(key, doc)
+    for key, doc in docs.items():
+        assert index.signatures(key) == doc
+        other = docs[rng.randrange(200)]
+        assert index.jaccard(key, other) == multiset_jaccard(other, doc)  # float for float
+        assert index.jaccard(key, doc) == 1.0
+    assert index.signatures("absent") is None and index.jaccard("absent", docs[0]) is None
+    assert index.jaccard(0, Counter({"unseen": 3})) == 0.0
+    with pytest.raises(ValueError, match="mapping"):
+        index.jaccard(0, ["a"])
+
+
+def test_bools_and_int_subclasses_are_the_ints_they_equal() -> None:
+    index = SpotSigsIndex(0.5)
+    index.add("k", Counter({1: 2, 0: 1, 7: 1}))
+    assert index.query(Counter({True: 2, False: 1, 7: 1})) == [("k", 1.0)]
 
 
 def test_full_brute_force_with_exact_ties() -> None:

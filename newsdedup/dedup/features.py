@@ -38,7 +38,7 @@ SIMHASH_FEATURES = ("words", "word_shingles", "chars")
 class FeatureConfig:
     """Plain, picklable settings of feature extraction (sent to worker processes)."""
 
-    method: str = "hybrid"
+    method: str = "spotsigs"
     segmenter: str = "auto"
     user_dict: str | None = None
     stopwords: str | None = None

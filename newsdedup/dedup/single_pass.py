@@ -30,7 +30,6 @@ from newsdedup.dedup.dwdcs import KeyConceptIndex
 from newsdedup.dedup.esimhash import CorpusStatistics, ESimhashIndex
 from newsdedup.dedup.features import DocFeatures
 from newsdedup.dedup.simhash_index import SimhashIndex
-from newsdedup.dedup.spotsigs import multiset_jaccard
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
 
@@ -75,65 +74,127 @@ class SimhashDetector:
         return len(self.index)
 
 
+class SpotSigsMatcher:
+    """SpotSigs over cluster centres: multiset Jaccard >= tau, then a containment fallback.
+
+    Jaccard cannot see a short version of an article (its first third scores about 0.33) or a copy
+    with much text added, yet the smaller text's spots are almost all in the larger one.  When no
+    centre reaches tau, centres with Jaccard >= ``CONTAINMENT_PREFILTER`` are checked for
+    containment (common spots / spots of the smaller text) >= ``min_containment``; the smaller
+    text needs ``containment_min_spots`` spots so a headline-sized page is not "contained" in
+    everything.  The reprint benchmark (benchmarks/dedup_quality.py) measured pairwise F1 0.954 ->
+    0.990 from this fallback, short-version recall 0.15 -> 0.93, no extra hard negative merged.
+    """
+
+    # Jaccard of a text whose spots are all inside one three times its size is 1/3; containment
+    # 0.7 of a fifth-sized text still has Jaccard above 0.15, so the prefilter loses no match.
+    CONTAINMENT_PREFILTER = 0.15
+
+    def __init__(self, *, tau: float, min_signatures: int, min_containment: float | None,
+                 containment_min_spots: int) -> None:
+        if min_containment is not None and not 0.0 < min_containment <= 1.0:
+            raise ValueError(f"min_containment must be in (0, 1] or None to switch it off, got {min_containment}")
+        self.tau = tau
+        self.min_containment = min_containment
+        self.containment_min_spots = containment_min_spots
+        self.index = SpotSigsIndex(tau=tau, min_signatures=min_signatures)
+
+    def is_junk(self, spots) -> bool:
+        """Too few spots to judge (script-only or headline-only text): never matched, never indexed."""
+        return not spots or sum(spots.values()) < self.index.min_signatures
+
+    def matches(self, spots) -> list[tuple[Hashable, float]]:
+        """(centre, similarity) candidates, best first: Jaccard matches, else containment matches."""
+        if self.is_junk(spots):
+            return []
+        hits = self.index.query(spots)
+        if hits or self.min_containment is None:
+            return hits
+        size = sum(spots.values())
+        contained = []
+        for key, _ in self.index.query(spots, tau=self.CONTAINMENT_PREFILTER):
+            stored = self.index.signatures(key)
+            smaller = min(size, sum(stored.values()))
+            if smaller < self.containment_min_spots:
+                continue
+            common = sum(min(count, stored.get(spot, 0)) for spot, count in spots.items())
+            if common / smaller >= self.min_containment:
+                contained.append((key, common / smaller))
+        contained.sort(key=lambda hit: -hit[1])  # stable: earlier centres first among equals
+        return contained
+
+    def add(self, key: Hashable, spots) -> None:
+        if not self.is_junk(spots):
+            self.index.add(key, spots)
+
+    def jaccard(self, key: Hashable, spots) -> float:
+        value = self.index.jaccard(key, spots) if key in self.index else None
+        return 0.0 if value is None else value
+
+
 class SpotSigsDetector:
     method = "spotsigs"
 
-    def __init__(self, *, tau: float = 0.5, min_signatures: int = 4) -> None:
+    def __init__(self, *, tau: float = 0.4, min_signatures: int = 5, min_containment: float | None = 0.7,
+                 containment_min_spots: int = 10) -> None:
         self.tau = tau
-        self.index = SpotSigsIndex(tau=tau, min_signatures=min_signatures)
+        self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
+                                     containment_min_spots=containment_min_spots)
 
     def best_match(self, features: DocFeatures) -> Match | None:
-        if not features.spots:
-            return None
-        hits = self.index.query(features.spots)
+        hits = self.spots.matches(features.spots)
         return Match(*hits[0]) if hits else None
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         if features.spots is None:
             raise ValueError("these features carry no spot signatures: extract them with method spotsigs or hybrid")
-        if features.spots:
-            self.index.add(key, features.spots)
+        self.spots.add(key, features.spots)
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.spots.index)
 
 
 class HybridDetector:
+    """SpotSigs (with its containment fallback) or Simhash within k bits, ranked by Jaccard.
+
+    Texts too short for SpotSigs to judge (script-only pages, bare headlines) are not matched by
+    Simhash either: the reprint benchmark merged 40-68% of such junk through the Simhash path.
+    """
+
     method = "hybrid"
 
-    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.5, min_signatures: int = 4) -> None:
+    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.4, min_signatures: int = 5,
+                 min_containment: float | None = 0.7, containment_min_spots: int = 10) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
-        self.spots_index = SpotSigsIndex(tau=tau, min_signatures=min_signatures)
-        # Centre features, needed to score a Simhash candidate by Jaccard.
-        self._centre_spots: dict[Hashable, object] = {}
+        self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
+                                     containment_min_spots=containment_min_spots)
 
-    def best_match(self, features: DocFeatures) -> Match | None:
+    def _check(self, features: DocFeatures) -> None:
         if features.simhash is None or features.spots is None:
             raise ValueError("hybrid needs Simhash and spot signatures: extract features with method hybrid")
-        candidates: dict[Hashable, float] = {}
-        if features.spots:
-            for key, similarity in self.spots_index.query(features.spots):
-                candidates[key] = similarity
+
+    def best_match(self, features: DocFeatures) -> Match | None:
+        self._check(features)
+        if self.spots.is_junk(features.spots):
+            return None
+        candidates: dict[Hashable, float] = dict(self.spots.matches(features.spots))
         for key, distance in self.simhash_index.query(features.simhash):
             if key not in candidates:
-                spots = self._centre_spots.get(key)
-                jaccard = multiset_jaccard(features.spots, spots) if spots else 0.0
                 # Reported similarity stays a Jaccard, but never below what Simhash vouches for.
-                candidates[key] = max(jaccard, 1.0 - distance / self.bits)
+                candidates[key] = max(self.spots.jaccard(key, features.spots), 1.0 - distance / self.bits)
         if not candidates:
             return None
-        key = max(candidates, key=candidates.__getitem__)  # dict order breaks ties: earliest centre
+        key = max(candidates, key=candidates.__getitem__)  # dict order breaks ties: best SpotSigs hit first
         return Match(key, candidates[key])
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
-        if features.simhash is None or features.spots is None:
-            raise ValueError("hybrid needs Simhash and spot signatures: extract features with method hybrid")
+        self._check(features)
+        if self.spots.is_junk(features.spots):
+            return
         self.simhash_index.add(key, features.simhash)
-        if features.spots:
-            self.spots_index.add(key, features.spots)
-            self._centre_spots[key] = features.spots
+        self.spots.add(key, features.spots)
 
     def __len__(self) -> int:
         return len(self.simhash_index)
@@ -243,11 +304,13 @@ def _key_concepts(features: DocFeatures):
 
 @dataclass(frozen=True)
 class NearSettings:
-    method: str = "hybrid"
+    method: str = "spotsigs"
     simhash_bits: int = 64
     simhash_max_distance: int = 3
-    spotsigs_tau: float = 0.5
-    spotsigs_min_signatures: int = 4
+    spotsigs_tau: float = 0.4
+    spotsigs_min_signatures: int = 5
+    spotsigs_min_containment: float | None = 0.7
+    spotsigs_containment_min_spots: int = 10
     esimhash_max_distance: int = 10
     esimhash_weight_cap: float = 90.0
     esimhash_max_bigrams: int = 2_000_000
@@ -256,17 +319,23 @@ class NearSettings:
     dwdcs_min_key_concepts: int = 5
 
 
+def _spotsigs_arguments(settings: NearSettings) -> dict:
+    return {
+        "tau": settings.spotsigs_tau,
+        "min_signatures": settings.spotsigs_min_signatures,
+        "min_containment": settings.spotsigs_min_containment,
+        "containment_min_spots": settings.spotsigs_containment_min_spots,
+    }
+
+
 def make_detector(settings: NearSettings) -> NearDetector:
     if settings.method == "simhash":
         return SimhashDetector(bits=settings.simhash_bits, max_distance=settings.simhash_max_distance)
     if settings.method == "spotsigs":
-        return SpotSigsDetector(tau=settings.spotsigs_tau, min_signatures=settings.spotsigs_min_signatures)
+        return SpotSigsDetector(**_spotsigs_arguments(settings))
     if settings.method == "hybrid":
         return HybridDetector(
-            bits=settings.simhash_bits,
-            max_distance=settings.simhash_max_distance,
-            tau=settings.spotsigs_tau,
-            min_signatures=settings.spotsigs_min_signatures,
+            bits=settings.simhash_bits, max_distance=settings.simhash_max_distance, **_spotsigs_arguments(settings)
         )
     if settings.method == "esimhash":
         return ESimhashDetector(

@@ -30,7 +30,7 @@ _STATE_ATTRIBUTE = "_newsdedup_state"
 
 def feature_config_from_settings(settings: BaseSettings) -> FeatureConfig:
     return FeatureConfig(
-        method=settings.get("NEWSDEDUP_NEAR_METHOD", "hybrid"),
+        method=settings.get("NEWSDEDUP_NEAR_METHOD", "spotsigs"),
         segmenter=settings.get("NEWSDEDUP_SEGMENTER", "auto"),
         user_dict=settings.get("NEWSDEDUP_SEGMENTER_USER_DICT"),
         stopwords=settings.get("NEWSDEDUP_STOPWORDS"),
@@ -48,13 +48,22 @@ def feature_config_from_settings(settings: BaseSettings) -> FeatureConfig:
     )
 
 
+def _optional_float(value) -> float | None:
+    """A float setting where None / "none" / "" switches the feature off (``-s NAME=none``)."""
+    if value is None or str(value).strip().lower() in ("", "none", "off"):
+        return None
+    return float(value)
+
+
 def near_settings_from_settings(settings: BaseSettings) -> NearSettings:
     return NearSettings(
-        method=settings.get("NEWSDEDUP_NEAR_METHOD", "hybrid"),
+        method=settings.get("NEWSDEDUP_NEAR_METHOD", "spotsigs"),
         simhash_bits=settings.getint("NEWSDEDUP_SIMHASH_BITS", 64),
         simhash_max_distance=settings.getint("NEWSDEDUP_SIMHASH_MAX_DISTANCE", 3),
-        spotsigs_tau=settings.getfloat("NEWSDEDUP_SPOTSIGS_TAU", 0.5),
-        spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 4),
+        spotsigs_tau=settings.getfloat("NEWSDEDUP_SPOTSIGS_TAU", 0.4),
+        spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 5),
+        spotsigs_min_containment=_optional_float(settings.get("NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT", 0.7)),
+        spotsigs_containment_min_spots=settings.getint("NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", 10),
         esimhash_max_distance=settings.getint("NEWSDEDUP_ESIMHASH_MAX_DISTANCE", 10),
         esimhash_weight_cap=settings.getfloat("NEWSDEDUP_ESIMHASH_WEIGHT_CAP", 90.0),
         esimhash_max_bigrams=settings.getint("NEWSDEDUP_ESIMHASH_MAX_BIGRAMS", 2_000_000),
