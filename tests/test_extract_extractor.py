@@ -40,6 +40,20 @@ def test_article_with_related_blocks():
     assert article.canonical_url == "https://news.example.cn/2018/05/03/night-bus.html"
 
 
+@pytest.mark.parametrize(
+    ("name", "first", "last", "related"),
+    [
+        ("short_article_summary_list.html", "河湾村通往镇上的便民桥", "在桥边种一排柳树。", ("灶台", "热乎饭菜", "专家门诊", "午饭")),
+        ("short_article_summary_cards.html", "城南社区的共享菜园", "办一场丰收节。", ("夜市", "上万名游客", "游泳班", "专业教练")),
+    ],
+)
+def test_a_short_article_loses_a_related_block_with_summaries(name, first, last, related):
+    text = extract_article(_page(name)).text
+    assert text.startswith(first) and text.endswith(last)
+    for leaked in (*related, "相关阅读", "猜你喜欢"):
+        assert leaked not in text
+
+
 def test_str_and_bytes_input_agree():
     html = _page("article_related.html")
     assert extract_article(html, URL) == extract_article(html.decode("utf-8"), URL)

@@ -7,7 +7,12 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from newsdedup.extract.related import is_related_heading, normalize_heading, remove_boilerplate
+from newsdedup.extract.related import (
+    is_related_heading,
+    measure,
+    normalize_heading,
+    remove_boilerplate,
+)
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 ARTICLE = "五月三日晚上，山城小镇的第一班夜间公交从汽车站缓缓驶出"
@@ -32,6 +37,69 @@ def test_related_blocks_go_and_the_article_stays():
         assert headline not in text
     for heading in ("相关阅读", "推荐阅读", "猜你喜欢", "24小时排行", "网友评论", "分享到"):
         assert heading not in text
+
+
+# Short articles followed by a related block with a summary line under each headline: the summaries are
+# prose and outweigh the article, which once made the block look like the article and kept it.
+SUMMARY_PAGES = {
+    # heading + <ul><li><a>headline</a><span>date</span><p>summary</p></li>..., inside the article element
+    "short_article_summary_list.html": ("便民桥本周一重新通行", "桥边种一排柳树", "新灶台", "热乎饭菜", "午饭"),
+    # heading <div> + sibling <div> of <div><a><h4>headline</h4></a><span>summary</span></div> cards
+    "short_article_summary_cards.html": ("一批新面孔", "办一场丰收节", "老城墙下的夜市", "上万名游客", "专业教练带"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUMMARY_PAGES))
+def test_a_related_block_with_summaries_goes_even_when_it_outweighs_a_short_article(name):
+    *article, first_headline, first_summary, last_summary = SUMMARY_PAGES[name]
+    tree = _tree((PAGES / name).read_text(encoding="utf-8"))
+    remove_boilerplate(tree)
+    text = tree.text_content()
+    for kept in article:
+        assert kept in text
+    for gone in (first_headline, first_summary, last_summary, "相关阅读", "猜你喜欢"):
+        assert gone not in text
+
+
+def test_summary_prose_is_the_prose_right_after_a_headline_link():
+    tree = _tree(
+        "<html><body><div id='list'><h3>相关阅读</h3><ul>"
+        "<li><a href='/1'>城东新建的图书馆开放</a><span>2019-04-10</span><p>图书馆今天开馆，首批藏书十二万册。</p></li>"
+        "</ul></div><div id='text'><p>正文提到<a href='/x'>某机构</a>，这一句跟在短链接后面，仍是正文。</p>"
+        "<p><a href='/y'>这是一个足够长的链接文字</a>，后面这一句跟在长链接后面。</p></div></body></html>"
+    )
+    stats = measure(tree)
+    listed, text = stats[tree.get_element_by_id("list")], stats[tree.get_element_by_id("text")]
+    assert listed.prose == listed.summary > 0 and listed.article_prose == 0
+    assert text.summary == len("，后面这一句跟在长链接后面。") and text.article_prose > 0
+
+
+def test_long_runs_and_runs_far_from_a_headline_link_are_article_prose():
+    paragraph = "这是正文的第一段，" * 20  # 180 characters: longer than any summary line
+    tree = _tree(
+        f"<html><body><h1><a href='/self'>标题本身也是一个链接</a></h1><p id='long'>{paragraph}</p>"
+        "<div><a href='/s'>分享到微博的链接文字</a><span>扫描上方二维码关注我们的微信公众号 下载新闻客户端 阅读更多内容</span>"
+        "<p id='far'>隔着一大段没有标点的文字以后，这一句是正文。</p></div></body></html>"
+    )
+    stats = measure(tree)
+    for element_id in ("long", "far"):
+        block = stats[tree.get_element_by_id(element_id)]
+        assert block.prose > 0 and block.summary == 0
+
+
+def test_an_article_wrapper_that_opens_with_a_summary_block_keeps_the_article():
+    items = "".join(
+        f"<li><a href='/{i}'>别的新闻标题第{i}条</a><p>这是第{i}条新闻的第一句话，写得比较长一些。</p></li>" for i in range(8)
+    )
+    tree = _tree(
+        f"<html><body><div class='content'><div><h3>相关阅读</h3><ul>{items}</ul></div>"
+        "<p>正文第一段，讲的是一件事情的来龙去脉，内容足够长。</p>"
+        "<p>正文第二段，继续讲述<a href='/x'>某个机构</a>后来的经过和细节。</p></div></body></html>"
+    )
+    remove_boilerplate(tree)
+    text = tree.text_content()
+    assert "正文第一段" in text and "某个机构后来的经过" in text
+    assert "别的新闻标题" not in text and "第一句话" not in text
 
 
 def test_heading_words_inside_running_text_are_kept():

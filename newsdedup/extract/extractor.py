@@ -9,7 +9,8 @@ plain top-level function whose arguments and results pickle). Steps:
 4. delete boilerplate: related-reading blocks by their heading text, link-dense lists, navigation, share
    bars, comments, the site's ``remove_selectors`` (:mod:`newsdedup.extract.related`);
 5. locate the article: the element whose prose outweighs everything else it holds (table-layout portals
-   otherwise hand trafilatura the whole page as one table), and run ``trafilatura.extract`` on it
+   otherwise hand trafilatura the whole page as one table; summary lines under the headlines of a related
+   list count as other text, or they pull the locator to the list), and run ``trafilatura.extract`` on it
    (``deduplicate=False``: trafilatura's dedup cache is process-global and empties later documents);
 6. tidy the text: a related-reading heading that survived is cut with the headline list under it, and
    byline lines (来源/责任编辑/作者/编辑...) that open or close the body are removed, as is a trailing
@@ -251,9 +252,10 @@ def _main_node(root: HtmlElement) -> HtmlElement | None:
     stats = measure(root)
     best, best_score = None, 0.0
     for el, s in stats.items():
-        if el.tag in ("html", "head") or s.prose == 0:
+        if el.tag in ("html", "head") or s.article_prose == 0:
             continue
-        score = s.prose - _NON_PROSE_PENALTY * (s.text - s.prose)
+        # Summary lines under headlines are prose but not the article's: they count as other text.
+        score = s.article_prose - _NON_PROSE_PENALTY * (s.text - s.article_prose)
         if score > best_score:
             best, best_score = el, score
     if best is None or best.tag == "body":

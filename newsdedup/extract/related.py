@@ -14,7 +14,10 @@ they LOOK, not only by name:
 5. link-dense blocks: most of their text inside ``<a>``, at least three links, no prose of their own.
 
 Every rule spares an element that holds a large share of the page's prose (sentence-like text with
-Chinese or Latin punctuation), so a badly named article wrapper is never deleted.
+Chinese or Latin punctuation), so a badly named article wrapper is never deleted. Rules 3 and 5 weigh
+ARTICLE prose, which leaves out summaries: a prose run that directly follows a headline-length link is the
+first line printed under a headline in a list (``<li><a>标题</a><p>摘要……</p></li>``). Otherwise a related
+block with a summary under each headline outweighs a short article and is spared as if it were the article.
 
 >>> import lxml.html
 >>> tree = lxml.html.document_fromstring(
@@ -100,6 +103,13 @@ _MIN_PROSE_RUN = 10
 _MAX_BLOCK_PROSE = 40
 # An element holding at least this share of the page's prose is the article (or contains it).
 _PROTECTED_PROSE_SHARE = 0.5
+# A link whose text has at least this many characters is a headline: a prose run right after it is its summary.
+# Shorter links are the names and terms that running text links to.
+_MIN_HEADLINE_CHARS = 6
+# A summary is one short line; a longer run after a link is article text (e.g. under a linked title).
+_MAX_SUMMARY_CHARS = 150
+# At most this much other text (a date, a source) lies between a headline and its summary.
+_MAX_SUMMARY_GAP = 24
 
 
 # Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and a
@@ -136,6 +146,12 @@ class TextStats:
     link: int = 0  # of which inside <a>
     prose: int = 0  # of which in sentence-like runs outside links
     links: int = 0  # number of <a> elements
+    summary: int = 0  # of the prose, runs that directly follow a headline-length link
+
+    @property
+    def article_prose(self) -> int:
+        """Prose that is not a summary under a headline."""
+        return self.prose - self.summary
 
 
 def _visible(piece: str | None) -> int:
@@ -151,6 +167,51 @@ def _prose(piece: str | None) -> int:
     return _visible(stripped)
 
 
+def _summary_prose(root: HtmlElement, in_link: set[HtmlElement]) -> dict[HtmlElement, int]:
+    """Per element, the prose of its own text pieces that is the summary line under a headline link.
+
+    Walks the text in document order: after a link of :data:`_MIN_HEADLINE_CHARS` or more, the next prose
+    run outside links is that headline's summary when it is short (:data:`_MAX_SUMMARY_CHARS`) and only a
+    little text without sentence punctuation (a date, a source name) lies between the two.
+    """
+    own: dict[HtmlElement, int] = {}
+    after_headline = False
+    gap = 0  # characters of other text since the headline
+    link_chars = 0  # visible characters inside the link being walked
+
+    def text_piece(owner: HtmlElement, piece: str | None, linked: bool) -> None:
+        nonlocal after_headline, gap, link_chars
+        if linked:
+            link_chars += _visible(piece)
+            return
+        n = _prose(piece)
+        if n:
+            if after_headline and n <= _MAX_SUMMARY_CHARS:
+                own[owner] = own.get(owner, 0) + n
+            after_headline = False
+        else:
+            gap += _visible(piece)
+            after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
+
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        parent = el.getparent()
+        if event == "start":
+            if el.tag == "a" and parent not in in_link:
+                link_chars = 0
+            if isinstance(el.tag, str):
+                text_piece(el, el.text, el in in_link)
+            continue
+        if el.tag == "a" and parent not in in_link:
+            if link_chars >= _MIN_HEADLINE_CHARS:
+                after_headline, gap = True, 0
+            else:  # a short link (a source, "更多") between headline and summary is part of the gap
+                gap += link_chars
+                after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
+        if parent is not None and el is not root:
+            text_piece(parent, el.tail, parent in in_link)
+    return own
+
+
 def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
     """Text, link-text and prose character counts of every element (children counted in their parents)."""
     elements = [el for el in root.iter() if isinstance(el.tag, str)]
@@ -158,6 +219,7 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
     for el in elements:
         if el.tag == "a" or el.getparent() in in_link:
             in_link.add(el)
+    summary = _summary_prose(root, in_link)
     stats: dict[HtmlElement, TextStats] = {}
     for el in reversed(elements):  # children before their parents
         s = TextStats()
@@ -172,6 +234,7 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
                 s.prose += _prose(piece)
         if el.tag == "a":
             s.links += 1
+        s.summary = summary.get(el, 0)
         for child in el:
             cs = stats.get(child)
             if cs is not None:
@@ -179,6 +242,7 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
                 s.link += cs.link
                 s.prose += cs.prose
                 s.links += cs.links
+                s.summary += cs.summary
         stats[el] = s
     return stats
 
@@ -203,14 +267,19 @@ class _Remover:
     def refresh(self) -> None:
         self.stats = measure(self.root)
         body = self.root.find("body") if self.root.tag == "html" else self.root
-        self.total_prose = self.stats[body].prose if body is not None and body in self.stats else 0
+        page = self.stats.get(body) if body is not None else None
+        self.total_prose = page.prose if page is not None else 0
+        # Summaries under headlines are left out: they are a related block's prose, not the article's.
+        self.total_article_prose = page.article_prose if page is not None else 0
 
     def protected(self, el: HtmlElement) -> bool:
-        """The element holds much of the page's prose: it is (or wraps) the article."""
+        """The element holds much of the page's article prose: it is (or wraps) the article."""
         s = self.stats.get(el)
         if s is None:
             return False
-        return self.total_prose > 0 and s.prose >= _PROTECTED_PROSE_SHARE * self.total_prose
+        if self.total_article_prose == 0:  # all prose follows links (or there is none): nothing to tell apart
+            return self.total_prose > 0 and s.prose >= _PROTECTED_PROSE_SHARE * self.total_prose
+        return s.article_prose >= _PROTECTED_PROSE_SHARE * self.total_article_prose
 
     def minor(self, el: HtmlElement) -> bool:
         """A named boilerplate block may hold some prose (a comment, a notice) but never the article."""
@@ -228,6 +297,8 @@ class _Remover:
             return True
         if s.prose < _MAX_BLOCK_PROSE and s.link * 2 >= s.text:
             return True
+        if s.summary > 0 and s.links >= 3 and s.article_prose < _MAX_BLOCK_PROSE:
+            return True  # headlines, each with its summary line
         return s.prose == 0 and s.text < 60
 
 
@@ -258,7 +329,7 @@ def _remove_heading_blocks(remover: _Remover, words: Sequence[str]) -> int:
         if anchor.getparent() is None or not _attached(anchor, remover.root):
             continue  # already gone with an earlier block
         stats = remover.stats.get(anchor)
-        if stats is None or remover.protected(anchor) or stats.prose >= _MAX_BLOCK_PROSE:
+        if stats is None or remover.protected(anchor) or stats.article_prose >= _MAX_BLOCK_PROSE:
             continue  # the words occur inside running text: not a heading
         node = anchor
         # Climb while the heading opens its container: nothing but the heading comes before it, and the
