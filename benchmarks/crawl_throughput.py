@@ -12,7 +12,8 @@ configuration through Scrapy's engine with the project's settings (no delays, no
 - ``full_w0``: the newsdedup pipelines with extraction and fingerprinting inline (0 workers);
 - ``full_w1`` / ``full_w2``: the newsdedup pipelines with 1 and 2 worker processes.
 
-Each configuration runs in a fresh process; pages/s = article pages stored or dropped / crawl
+Each configuration runs in a fresh process (``--rounds N`` repeats them, interleaved, and reports
+medians: the machine is a shared VM whose speed drifts by 20-30% between minutes); pages/s = article pages stored or dropped / crawl
 time (Scrapy's ``elapsed_time_seconds``, pool start-up included).  Ratios are against ``naive``
 measured in the same run.
 """
@@ -26,6 +27,7 @@ import json
 import multiprocessing
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,11 +124,11 @@ CONFIGS = {
 }
 
 
-def run_one(name: str, sites_file: Path, workdir: Path) -> dict:
-    """Crawl once in a fresh process; return Scrapy's final stats."""
-    stats_file = workdir / f"{name}.stats.json"
+def run_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1) -> dict:
+    """Crawl once in a fresh process, into a new store (an old one would skip every page); return Scrapy's final stats."""
+    stats_file = workdir / f"{name}.{round_number}.stats.json"
     overrides = {
-        "NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / (name + '.sqlite')}",
+        "NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.sqlite'}",
         "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
         "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False, "DEPTH_LIMIT": 0,
@@ -157,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times, interleaved")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
@@ -168,22 +171,31 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{ports.get(timeout=10)}"
     sites_file = workdir / "sites.toml"
     sites_file.write_text(sites_toml(base, (args.pages + 49) // 50), encoding="utf-8")
-    results = {}
+    runs: dict[str, list[dict]] = {name: [] for name in args.configs.split(",")}
     try:
-        for name in args.configs.split(","):
-            stats = run_one(name, sites_file, workdir)
-            articles = stats.get("newsdedup/crawl/article_pages", 0)
-            seconds = stats.get("elapsed_time_seconds", stats["wall_seconds"])
-            results[name] = {"article_pages": articles, "seconds": round(seconds, 2),
-                             "pages_per_s": round(articles / seconds, 1),
-                             "stored": stats.get("newsdedup/store/articles", stats.get("item_scraped_count", 0))}
-            print(f"{name:12s} {articles:5d} pages in {seconds:7.2f} s = {articles / seconds:7.1f} pages/s", flush=True)
+        # Rounds interleave the configurations, so a slow spell of a shared machine hits all of them.
+        for round_number in range(1, args.rounds + 1):
+            for name in runs:
+                stats = run_one(name, sites_file, workdir, round_number)
+                articles = stats.get("newsdedup/crawl/article_pages", 0)
+                seconds = stats.get("elapsed_time_seconds", stats["wall_seconds"])
+                runs[name].append({"article_pages": articles, "seconds": round(seconds, 2),
+                                   "pages_per_s": round(articles / seconds, 1),
+                                   "stored": stats.get("newsdedup/store/articles", stats.get("item_scraped_count", 0))})
+                print(f"round {round_number}  {name:12s} {articles:5d} pages in {seconds:7.2f} s = "
+                      f"{articles / seconds:7.1f} pages/s", flush=True)
     finally:
         server.terminate()
-    if "naive" in results:
-        base_rate = results["naive"]["pages_per_s"]
-        for name, row in results.items():
-            row["vs_naive"] = round(row["pages_per_s"] / base_rate, 2)
+    results = {}
+    for name, rows in runs.items():
+        results[name] = {"pages_per_s_median": statistics.median(r["pages_per_s"] for r in rows), "runs": rows}
+        if "naive" in runs:
+            ratios = [r["pages_per_s"] / n["pages_per_s"] for r, n in zip(rows, runs["naive"])]
+            results[name]["vs_naive_per_round"] = [round(x, 2) for x in ratios]
+            results[name]["vs_naive_median"] = round(statistics.median(ratios), 2)
+    print("\nconfiguration   pages/s (median)   x naive (median of per-round ratios)")
+    for name, row in results.items():
+        print(f"{name:14s} {row['pages_per_s_median']:10.1f}   {row.get('vs_naive_median', float('nan')):10.2f}")
     print(json.dumps({"cpus": os.cpu_count(), "pages": args.pages, "results": results}, indent=2))
     return 0
 

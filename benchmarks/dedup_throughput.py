@@ -19,9 +19,11 @@ For each method (simhash, spotsigs, hybrid):
   ``FeatureExtractor.features`` produces.
 * ``memory``: the dedup state after all 9,054 documents (tracemalloc, allocations attributed to the code
   that made them), split into the fingerprint table (dict, refs and fingerprint bytes), the Bloom filter
-  (bit arrays), the Simhash index, the SpotSigs index, the hybrid detector's own copy of each centre's
-  spots, and the document keys (the ids, shared by all of them). ``--baseline PATH`` repeats it with the
-  SpotSigsIndex of another file (before/after).
+  (bit arrays), the Simhash index, the SpotSigs index, what the detector itself allocates, spot
+  Counters and boxed spot hashes kept alive (the hybrid kept a copy of each centre's spots before it
+  asked the index instead), and the document keys (the ids, shared by all of them). ``--baseline PATH``
+  repeats it with the SpotSigsIndex of another file (before/after; one without ``signatures`` and
+  ``jaccard``, which the detectors call, gets them from a subclass that adds no state).
 
 Stage and CLI times are medians of ``--repeats`` runs; the machine is shared, so the load average is
 printed. Needs ../shared/data (the Sina texts); never copies them into the project.
@@ -48,7 +50,7 @@ from newsdedup.dedup.engine import Deduplicator
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.simhash import default_idf, simhash, word_features
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
-from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
+from newsdedup.dedup.spotsigs import load_antecedents, multiset_jaccard, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
 from newsdedup.text.normalize import is_word, normalize_text
 from newsdedup.text.segment import get_segmenter
@@ -227,7 +229,7 @@ def run_stages(texts: list[tuple[str, str]], repeats: int) -> dict:
 _COMPONENT_OF_FILE = {
     "spotsigs_index.py": "spotsigs_index",
     "simhash_index.py": "simhash_index",
-    "single_pass.py": "hybrid_centre_spots",
+    "single_pass.py": "detector_own",
     "engine.py": "fingerprint_table",
     "bloom.py": "bloom",
     "pybloom_live": "bloom",
@@ -264,8 +266,8 @@ _COPY_COMPONENT = {
     _copy_fingerprint.__code__.co_firstlineno + 1: "fingerprint_table",
     # Boxed 64-bit spot hashes kept alive: by the hybrid's Counters, or by an index that keeps spot objects.
     _copy_spot_hashes.__code__.co_firstlineno + 1: "spot_hash_objects",
-    # Nothing but the hybrid detector keeps a document's spot Counter (the index converts it).
-    _copy_spot_counter.__code__.co_firstlineno + 1: "hybrid_centre_spots",
+    # A detector that keeps a document's spot Counter (the hybrid did, before SpotSigsIndex.jaccard).
+    _copy_spot_counter.__code__.co_firstlineno + 1: "kept_spot_counters",
 }
 
 
@@ -287,23 +289,43 @@ def measure_memory(
     method: str, keyed: list[tuple[str, DocFeatures]], index_class=None, index_file: str | None = None
 ) -> dict:
     """Bytes of dedup state after every document, by component (tracemalloc), with a fresh copy of each
-    document's features made while tracing, so what the state keeps of them is counted."""
+    document's features made while tracing, so what the state keeps of them is counted.
+
+    Tracing slows searches tenfold and they leave no state, so a first, untraced run records each
+    ``best_match`` answer and the traced run replays them: the same adds, the same state.
+    """
     from newsdedup.dedup import single_pass
 
     original = single_pass.SpotSigsIndex
     spotsigs_file = index_file or sys.modules[original.__module__].__file__
     if index_class is not None:
         single_pass.SpotSigsIndex = index_class
-    gc.collect()
-    tracemalloc.start(12)
     try:
         dedup = Deduplicator(SinglePassClusterer(make_detector(NearSettings(method=method))))
+        search, answers = dedup.clusterer.detector.best_match, []
+
+        def record(features: DocFeatures):
+            answers.append(search(features))
+            return answers[-1]
+
+        dedup.clusterer.detector.best_match = record
         for key, features in keyed:
-            dedup.process(_copy_key(key), _copy_features(features))
+            dedup.process(key, features)
+        del dedup
+        replay = iter(answers)
         gc.collect()
-        snapshot = tracemalloc.take_snapshot()
+        tracemalloc.start(8)
+        try:
+            dedup = Deduplicator(SinglePassClusterer(make_detector(NearSettings(method=method))))
+            dedup.clusterer.detector.best_match = lambda features: next(replay)
+            for key, features in keyed:
+                dedup.process(_copy_key(key), _copy_features(features))
+            del dedup.clusterer.detector.best_match  # the replay closure is not state
+            gc.collect()
+            snapshot = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
     finally:
-        tracemalloc.stop()
         single_pass.SpotSigsIndex = original
     components: Counter[str] = Counter()
     for trace in snapshot.traces:
@@ -320,11 +342,32 @@ def measure_memory(
         # Sized up front for 100,000 fingerprints (Deduplicator's default), so fixed, not per document.
         "bloom_bit_array_bytes": dedup.exact.bloom.size_bytes,
     }
-    spotsigs_index = getattr(detector, "spots_index", None) or getattr(detector, "index", None)
-    if hasattr(spotsigs_index, "stats") and len(spotsigs_index):
+    spotsigs_index = getattr(getattr(detector, "spots", None), "index", None)
+    if spotsigs_index is not None and len(spotsigs_index):
         result["spotsigs_bytes_per_indexed_centre"] = round(components["spotsigs_index"] / len(spotsigs_index))
     result["total_bytes_per_document"] = round(sum(components.values()) / len(keyed))
     return result
+
+
+def with_lookups(index_class):
+    """An index class of the version before ``signatures``/``jaccard`` existed, given those two methods
+    (read from its internals, no state added, so its memory is what is measured)."""
+    if hasattr(index_class, "signatures") and hasattr(index_class, "jaccard"):
+        return index_class
+
+    class WithLookups(index_class):
+        def signatures(self, key):
+            seq = self._seq_of.get(key)
+            if seq is None:
+                return None
+            doc = self._docs[seq]
+            return Counter({self._spot_of[spot_id]: count for spot_id, count in zip(doc.ids, doc.counts)})
+
+        def jaccard(self, key, signatures):
+            stored = self.signatures(key)
+            return None if stored is None else multiset_jaccard(signatures, stored)
+
+    return WithLookups
 
 
 def run_memory(texts: list[tuple[str, str]], baseline: str | None) -> list[dict]:
@@ -338,7 +381,7 @@ def run_memory(texts: list[tuple[str, str]], baseline: str | None) -> list[dict]
             raise SystemExit(f"--baseline {baseline!r} is not a Python file")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        baseline_class, baseline_file = module.SpotSigsIndex, os.path.abspath(baseline)
+        baseline_class, baseline_file = with_lookups(module.SpotSigsIndex), os.path.abspath(baseline)
     for method in METHODS:
         rows.append(measure_memory(method, keyed))
         print(json.dumps(rows[-1]), flush=True)
@@ -371,13 +414,13 @@ def print_report(results: dict) -> None:
             )
             print(f"{method:<10}{cells}{row['total_ms_per_doc']:>9.3f}{row['docs_per_s_one_core']:>9}")
     if "memory" in results:
-        names = ("fingerprint_table", "bloom", "simhash_index", "spotsigs_index",
-                 "hybrid_centre_spots", "spot_hash_objects", "document_keys", "other")
+        names = ("fingerprint_table", "bloom", "simhash_index", "spotsigs_index", "detector_own",
+                 "kept_spot_counters", "spot_hash_objects", "document_keys", "other")
         print("\nDedup state after all documents: bytes per document by component (tracemalloc; the Bloom"
               " filter is sized for 100k fingerprints up front)")
-        print(f"{'method':<10}{'index':>9}{'centres':>8}" + "".join(f"{name:>20}" for name in names) + f"{'total':>8}")
+        print(f"{'method':<10}{'index':>9}{'centres':>8}" + "".join(f"{name:>19}" for name in names) + f"{'total':>8}")
         for row in results["memory"]:
-            cells = "".join(f"{row['bytes_per_document'].get(name, 0):>20}" for name in names)
+            cells = "".join(f"{row['bytes_per_document'].get(name, 0):>19}" for name in names)
             print(f"{row['method']:<10}{row['index']:>9}{row['centres']:>8}{cells}{row['total_bytes_per_document']:>8}")
 
 

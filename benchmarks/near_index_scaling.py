@@ -5,7 +5,7 @@
         --baseline /tmp/spotsigs_index_before.py                             # compare with another version
     git show 95e2417:newsdedup/dedup/spotsigs_index.py > /tmp/spotsigs_index_before.py   # e.g. that one
 
-Indexes: ``SimhashIndex`` (64 bits, k = 3) and ``SpotSigsIndex`` (tau 0.5, min_signatures 4). One stream
+Indexes: ``SimhashIndex`` (64 bits, k = 3) and ``SpotSigsIndex`` (tau 0.4, min_signatures 5: the product defaults). One stream
 of documents is added per index; at each size in ``--sizes`` adding pauses and ``--queries`` queries are
 timed one by one (median and p99 of wall time; the machine is shared, so no mean). Half the queries are
 edited copies of stored documents (so they hit), half are new documents. A brute-force scan (every stored
@@ -27,9 +27,12 @@ Documents that look real:
 * Simhash: uniformly random 64-bit fingerprints, 5% near-copies (1-3 bits flipped) of an earlier one.
   Real fingerprints are skewed (see benchmarks/simhash_index_bench.py), so real buckets are longer.
 
-Memory: bytes allocated by the index module's own code (tracemalloc, filtered on the module's file: the
-keys, small ints here, are not counted), at sizes up to ``--trace-limit``; at every size also the index's
-own estimate (``stats()["approx_bytes"]`` for SpotSigs) and the growth of the process's resident memory.
+Memory, at sizes up to ``--trace-limit`` (tracemalloc, in a pass of its own, untimed): for SpotSigs
+everything the index holds, including what it keeps alive of its input (the 64-bit spot hashes as boxed
+ints, if it keeps them, ~36 bytes each; the int keys, 28-32 bytes a document); for Simhash what the index
+module allocated (keys not counted). At every size also the index's own estimate
+(``stats()["approx_bytes"]``, SpotSigs) and the growth of the process's resident memory (meaningful at
+sizes beyond the traced ones; it includes the documents kept for the scan).
 """
 
 from __future__ import annotations
@@ -146,7 +149,7 @@ class SpotDocuments:
 
 def spot_statistics(docs: list[Counter]) -> dict:
     """What the calibration compares: lengths, distinct spots, vocabulary, document frequencies."""
-    docs = [doc for doc in docs if sum(doc.values()) >= 4]  # what the index stores (min_signatures 4)
+    docs = [doc for doc in docs if sum(doc.values()) >= 5]  # what the index stores (min_signatures 5)
     distinct = sorted(len(doc) for doc in docs)
     lengths = [sum(doc.values()) for doc in docs]
     frequency = Counter(spot for doc in docs for spot in doc)
@@ -201,21 +204,21 @@ def summary(timings: list[float]) -> dict:
     }
 
 
-def load_spotsigs_class(path: str | None):
-    if path is None:
-        return SpotSigsIndex, sys.modules[SpotSigsIndex.__module__].__file__
+def load_spotsigs_class(path: str):
     spec = importlib.util.spec_from_file_location("baseline_spotsigs_index", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"--baseline {path!r} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.SpotSigsIndex, os.path.abspath(path)
+    return module.SpotSigsIndex
 
 
 # --------------------------------------------------------------------------------------------- runs --
-def traced_memory(build, sizes: list[int], module_file: str) -> dict[int, int]:
-    """Bytes per document allocated by ``module_file`` at each size, in a traced pass of its own (tracing
-    slows everything down, so the timed pass runs untraced). ``build(size)`` grows the index to ``size``."""
+def traced_memory(build, sizes: list[int], module_file: str | None) -> dict[int, int]:
+    """Bytes per document at each size, in a traced pass of its own (tracing slows everything down, so the
+    timed pass runs untraced). ``build(size)`` grows the index to ``size``. With ``module_file``: what that
+    file's code allocated; without: everything still allocated since tracing began, i.e. the index and what
+    it keeps alive of its input (boxed spot hashes, if it keeps them; the int keys)."""
     if not sizes:
         return {}
     tracemalloc.start()
@@ -224,13 +227,14 @@ def traced_memory(build, sizes: list[int], module_file: str) -> dict[int, int]:
         for size in sizes:
             build(size)
             gc.collect()
-            measured[size] = round(traced_bytes(module_file) / size)
+            held = traced_bytes(module_file) if module_file else tracemalloc.get_traced_memory()[0]
+            measured[size] = round(held / size)
         return measured
     finally:
         tracemalloc.stop()
 
 
-def run_spotsigs(args: argparse.Namespace, label: str, index_class, module_file: str) -> list[dict]:
+def run_spotsigs(args: argparse.Namespace, label: str, index_class) -> list[dict]:
     generator = SpotDocuments()
     sizes = sorted(args.sizes)
 
@@ -252,13 +256,15 @@ def run_spotsigs(args: argparse.Namespace, label: str, index_class, module_file:
 
         return build
 
+    # Everything traced: an index that keeps the caller's spot objects (boxed 64-bit ints, ~36 bytes each)
+    # pays for them, as it does when features arrive from worker processes.
     traced = traced_memory(
-        grower(index_class(0.5, min_signatures=4), None), [size for size in sizes if size <= args.trace_limit],
-        module_file,
+        grower(index_class(0.4, min_signatures=5), None), [size for size in sizes if size <= args.trace_limit],
+        None,
     )
     gc.collect()
     rss_before = rss_bytes()
-    index = index_class(0.5, min_signatures=4)
+    index = index_class(0.4, min_signatures=5)
     scan_docs: list[Counter] = []  # the first --scan-limit documents, for the brute-force scan
     build = grower(index, scan_docs)
     rows = []
@@ -277,6 +283,13 @@ def run_spotsigs(args: argparse.Namespace, label: str, index_class, module_file:
         compared_before = index.stats()["compared"] if hasattr(index, "stats") else 0
         timings, hits = timed(index.query, probes)
         row.update(summary(timings))
+        # The product's matcher runs a second, wider query (Jaccard 0.15) for its containment fallback
+        # whenever the first finds nothing: time that one too, on a fifth of the probes.
+        try:
+            wide, _ = timed(lambda probe: index.query(probe, tau=0.15), probes[: max(50, len(probes) // 5)])
+            row["containment_query"] = summary(wide)
+        except TypeError:  # an older index without a per-query threshold
+            pass
         row["hit_rate"] = round(hits / len(probes), 3)
         if hasattr(index, "stats"):
             stats = index.stats()
@@ -351,6 +364,13 @@ def run_simhash(args: argparse.Namespace) -> list[dict]:
                   for j in range(args.queries)]
         timings, hits = timed(index.query, probes)
         row.update(summary(timings))
+        # The product's matcher runs a second, wider query (Jaccard 0.15) for its containment fallback
+        # whenever the first finds nothing: time that one too, on a fifth of the probes.
+        try:
+            wide, _ = timed(lambda probe: index.query(probe, tau=0.15), probes[: max(50, len(probes) // 5)])
+            row["containment_query"] = summary(wide)
+        except TypeError:  # an older index without a per-query threshold
+            pass
         row["hit_rate"] = round(hits / len(probes), 3)
         started = time.perf_counter()
         for probe in probes[: args.scan_queries]:
@@ -375,7 +395,8 @@ def print_table(rows: list[dict]) -> None:
         print(f"{row['index']:<18}{row['size']:>10,}{traced:>11}{approx:>10}{row['rss_growth_bytes_per_doc']:>8}"
               f"{row['add_us']:>9}{row['median_us']:>14}{row['p99_us']:>10}{row['hit_rate']:>6}{scan:>10}"
               f"{row['speedup_vs_scan']:>9}")
-    print("bytes/doc: tracemalloc (index module only); approx: the index's own estimate; RSS: process growth;"
+    print("bytes/doc: tracemalloc (SpotSigs: all it keeps alive, keys included; Simhash: its module only);"
+          " approx: the index's own estimate; RSS: process growth;"
           " * scan scaled from a sample; x scan: scan time / median query time")
 
 
@@ -412,11 +433,9 @@ def main() -> None:
     if args.index != "spotsigs":
         rows += run_simhash(args)
     if args.index != "simhash":
-        index_class, module_file = load_spotsigs_class(None)
-        rows += run_spotsigs(args, "spotsigs", index_class, module_file)
+        rows += run_spotsigs(args, "spotsigs", SpotSigsIndex)
         if args.baseline:
-            index_class, module_file = load_spotsigs_class(args.baseline)
-            rows += run_spotsigs(args, "spotsigs-baseline", index_class, module_file)
+            rows += run_spotsigs(args, "spotsigs-baseline", load_spotsigs_class(args.baseline))
     results["rows"] = rows
     results["load_average_after"] = os.getloadavg()
     print_table(rows)

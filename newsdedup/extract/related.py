@@ -434,9 +434,15 @@ def remove_boilerplate(tree: HtmlElement, extra_selectors: Sequence[str] = ()) -
             if el is not root:
                 removed += _drop(el)
     remover = _Remover(root)
-    removed += _remove_heading_blocks(remover, _HEADING_WORDS)
-    remover.refresh()
-    removed += _remove_by_name(remover)
-    remover.refresh()
+    # Each pass works on the counts of what is left; re-measuring walks the whole tree, so it is done
+    # only when the pass before removed something.
+    dropped = _remove_heading_blocks(remover, _HEADING_WORDS)
+    if dropped:
+        remover.refresh()
+    removed += dropped
+    dropped = _remove_by_name(remover)
+    if dropped:
+        remover.refresh()
+    removed += dropped
     removed += _remove_link_dense(remover)
     return removed
