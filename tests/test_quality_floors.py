@@ -1,0 +1,292 @@
+"""Quality floors: checking, tightening, lowering with a reason, and the git-history guard."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from newsdedup.evaluation.floors import (
+    FloorChange,
+    Floors,
+    HistoryUnavailable,
+    check_floors,
+    floor_lowered_trailer,
+    format_check,
+    load_floors,
+    loosened_without_reason,
+    lower_floor,
+    main,
+    parse_floors,
+    raise_floors,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FLOORS_IN_REPO = "config/quality_floors.toml"
+
+#: The metric paths `newsdedup eval` writes into results.json (the contract with the eval suite).
+KNOWN_METRICS = {
+    "extraction.cwced.f1",
+    "extraction.cwced.precision",
+    "extraction.cwced.recall",
+    "extraction.leaks.leaking",
+    "extraction.snippets.passed",
+    "text_level.default.f1",
+    "text_level.default.precision",
+    "text_level.default.recall",
+    "text_level.default.negatives_fp_rate",
+    "text_level.default.exact_detection",
+    "page_level.default.f1",
+    "page_level.default.precision",
+    "page_level.default.recall",
+    "page_level.leaks",
+}
+
+FLOORS_TEXT = """\
+# Header comment that must survive rewrites.
+# Second header line.
+
+[minimum]
+"demo.f1" = 0.9  # inline note
+"demo.passed" = 20
+
+[maximum]
+"demo.leaks" = 5
+"demo.fp_rate" = 0.02
+"""
+
+RESULTS = {"demo": {"f1": 0.9364, "passed": 25, "leaks": 3, "fp_rate": 0.004}}
+
+
+@pytest.fixture
+def floors_file(tmp_path: Path) -> Path:
+    path = tmp_path / "floors.toml"
+    path.write_text(FLOORS_TEXT, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- parsing and checking
+
+
+def test_checked_in_floors_parse_and_name_only_known_metrics() -> None:
+    floors = load_floors()  # the packaged default, i.e. config/quality_floors.toml
+    assert len(floors) > 0
+    assert {metric for metric, _, _ in floors.entries()} <= KNOWN_METRICS
+    assert floors.maximum["extraction.leaks.leaking"] == 0
+    text = (REPO_ROOT / FLOORS_IN_REPO).read_text(encoding="utf-8")
+    assert text.startswith("#") and "Floor-lowered:" in text  # the header says how to raise and lower
+
+
+def test_all_floors_pass_on_good_results(floors_file: Path) -> None:
+    checks = check_floors(RESULTS, load_floors(floors_file))
+    assert [(c.metric, c.kind, c.passed) for c in checks] == [
+        ("demo.f1", "min", True),
+        ("demo.passed", "min", True),
+        ("demo.leaks", "max", True),
+        ("demo.fp_rate", "max", True),
+    ]
+    assert format_check(checks).splitlines()[-1] == "4 floors: 4 passed, 0 failed"
+
+
+def test_figures_past_their_floor_fail(floors_file: Path) -> None:
+    bad = {"demo": {"f1": 0.89, "passed": 20, "leaks": 6, "fp_rate": 0.02}}
+    verdicts = {c.metric: c.verdict for c in check_floors(bad, load_floors(floors_file))}
+    assert verdicts == {
+        "demo.f1": "FAIL: below minimum",
+        "demo.passed": "ok",  # equal to the floor passes
+        "demo.leaks": "FAIL: above maximum",
+        "demo.fp_rate": "ok",
+    }
+
+
+def test_missing_metric_fails_as_not_measured(floors_file: Path) -> None:
+    results = {"demo": {"f1": 0.95, "passed": 25, "leaks": 0, "fp_rate": None}}  # no number is no measurement
+    checks = {c.metric: c for c in check_floors(results, load_floors(floors_file))}
+    assert checks["demo.fp_rate"].measured is None and not checks["demo.fp_rate"].passed
+    table = format_check(list(checks.values()))
+    assert "not measured" in table and table.splitlines()[-1] == "4 floors: 3 passed, 1 failed"
+
+
+def test_nan_fails() -> None:
+    floors = Floors(minimum={"a": 0.5}, maximum={"b": 1})
+    assert not any(c.passed for c in check_floors({"a": float("nan"), "b": float("nan")}, floors))
+
+
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ('[minimum]\n"a" = "high"\n', "finite number"),
+        ("[minimum]\na.f1 = 0.9\n", "quote the dotted metric path"),
+        ('[floors]\n"a" = 1\n', "[minimum] or [maximum]"),
+        ('[minimum]\n"a" = 0.9\n[maximum]\n"a" = 0.5\n', "no figure could pass"),
+        ("[minimum\n", "not valid TOML"),
+    ],
+)
+def test_bad_floors_files_are_refused_with_the_fix(text: str, fix: str) -> None:
+    with pytest.raises(ValueError, match=fix.replace("[", r"\[").replace("]", r"\]")):
+        parse_floors(text)
+
+
+def test_missing_floors_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        load_floors(tmp_path / "nope.toml")
+
+
+# ----------------------------------------------------------------------------- raising
+
+
+def test_raise_tightens_to_measured_less_headroom_and_keeps_comments(floors_file: Path) -> None:
+    changes = raise_floors(RESULTS, floors_file, headroom=0.005)
+    assert {(c.metric, c.old, c.new) for c in changes} == {
+        ("demo.f1", 0.9, 0.931),  # 0.9364 - 0.005 = 0.9314, rounded down
+        ("demo.passed", 20, 24),  # counts stay whole: floor(25 - 0.005)
+        ("demo.leaks", 5, 4),  # ceil(3 + 0.005)
+        ("demo.fp_rate", 0.02, 0.009),  # 0.004 + 0.005
+    }
+    text = floors_file.read_text(encoding="utf-8")
+    assert text.startswith("# Header comment that must survive rewrites.\n# Second header line.\n")
+    assert '"demo.f1" = 0.931  # inline note' in text and '"demo.passed" = 24\n' in text
+    floors = load_floors(floors_file)
+    assert floors.minimum == {"demo.f1": 0.931, "demo.passed": 24}
+    assert all(c.passed for c in check_floors(RESULTS, floors))
+
+
+def test_raise_never_loosens_nor_passes_the_measured_value(floors_file: Path) -> None:
+    worse = {"demo": {"f1": 0.85, "passed": 10, "leaks": 9, "fp_rate": 0.5}}
+    assert raise_floors(worse, floors_file, headroom=0.0) == []
+    assert floors_file.read_text(encoding="utf-8") == FLOORS_TEXT
+    # Zero headroom on a figure with more decimals: the floor rounds down, never above the figure.
+    changes = raise_floors({"demo": {"f1": 0.93659}}, floors_file, headroom=0.0)
+    assert [(c.metric, c.new) for c in changes] == [("demo.f1", 0.936)]
+    # Binary float subtraction (0.936 - 0.006 = 0.92999...) must not cost a thousandth.
+    assert raise_floors({"demo": {"f1": 0.936}}, floors_file, headroom=0.006) == []
+    assert load_floors(floors_file).minimum["demo.f1"] == 0.936
+
+
+@pytest.mark.parametrize("headroom", [-0.01, float("nan"), "0.01"])
+def test_raise_refuses_bad_headroom(floors_file: Path, headroom: object) -> None:
+    with pytest.raises(ValueError, match="headroom"):
+        raise_floors(RESULTS, floors_file, headroom=headroom)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- lowering
+
+
+def test_lower_needs_a_reason(floors_file: Path) -> None:
+    for reason in ("", "   ", "two\nlines"):
+        with pytest.raises(ValueError, match="reason"):
+            lower_floor(floors_file, "demo.f1", 0.85, reason=reason)
+    assert floors_file.read_text(encoding="utf-8") == FLOORS_TEXT
+
+
+def test_lower_loosens_one_floor_and_prints_the_trailer(floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    change = lower_floor(floors_file, "demo.leaks", 8, reason="new portal layout leaks captions")
+    assert change == FloorChange("demo.leaks", "max", 5, 8, reason="new portal layout leaks captions")
+    trailer = "Floor-lowered: demo.leaks 5 -> 8: new portal layout leaks captions"
+    assert change.trailer == trailer and trailer in capsys.readouterr().out.splitlines()
+    floors = load_floors(floors_file)
+    assert floors.maximum["demo.leaks"] == 8 and floors.minimum["demo.f1"] == 0.9
+
+
+def test_lower_refuses_tightening_and_unknown_metrics(floors_file: Path) -> None:
+    with pytest.raises(ValueError, match="does not lower"):
+        lower_floor(floors_file, "demo.f1", 0.95, reason="typo")
+    with pytest.raises(ValueError, match="no floor for 'demo.recall'"):
+        lower_floor(floors_file, "demo.recall", 0.5, reason="typo")
+    assert floors_file.read_text(encoding="utf-8") == FLOORS_TEXT
+
+
+def test_command_line_check_raise_and_lower(tmp_path: Path, floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results.json"
+    results.write_text('{"demo": {"f1": 0.8, "passed": 25, "leaks": 0, "fp_rate": 0.0}}', encoding="utf-8")
+    assert main(["check", str(results), "--floors", str(floors_file)]) == 1
+    assert "FAIL: below minimum" in capsys.readouterr().out
+    assert main(["raise", str(floors_file), "--results", str(results), "--headroom", "0.01"]) == 0
+    assert load_floors(floors_file).maximum == {"demo.leaks": 1, "demo.fp_rate": 0.01}
+    assert main(["lower", str(floors_file), "demo.f1", "0.75", "--reason", "harder test pages"]) == 0
+    assert "Floor-lowered: demo.f1 0.9 -> 0.75: harder test pages" in capsys.readouterr().out
+    assert main(["check", str(results), "--floors", str(floors_file)]) == 0
+
+
+# ----------------------------------------------------------------------------- git history
+
+
+def test_checked_in_floors_were_never_loosened_without_a_reason() -> None:
+    try:
+        problems = loosened_without_reason(REPO_ROOT, FLOORS_IN_REPO)
+    except HistoryUnavailable as error:
+        pytest.skip(f"cannot read the git history: {error}")
+    assert problems == [], "floors loosened without a 'Floor-lowered:' trailer:\n" + "\n".join(problems)
+
+
+def _git(repo: Path, *args: str) -> None:
+    # A private identity and no user/system config, so the throwaway repository behaves the same everywhere.
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Floors Test",
+        "GIT_AUTHOR_EMAIL": "floors@example.invalid",
+        "GIT_COMMITTER_NAME": "Floors Test",
+        "GIT_COMMITTER_EMAIL": "floors@example.invalid",
+    }
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def _commit(repo: Path, text: str, message: str) -> None:
+    path = repo / FLOORS_IN_REPO
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    _git(repo, "add", FLOORS_IN_REPO)
+    _git(repo, "commit", "-q", "--no-gpg-sign", "-m", message)
+
+
+@pytest.fixture
+def history_repo(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    return repo
+
+
+def test_history_flags_a_loosening_without_the_trailer(history_repo: Path) -> None:
+    assert loosened_without_reason(history_repo, FLOORS_IN_REPO) == []  # no commit yet
+    _commit(history_repo, FLOORS_TEXT, "Add floors")
+    _commit(history_repo, FLOORS_TEXT.replace("0.9  #", "0.95  #"), "Raise f1 floor")  # tightening is free
+    assert loosened_without_reason(history_repo, FLOORS_IN_REPO) == []
+    _commit(history_repo, FLOORS_TEXT.replace('"demo.leaks" = 5', '"demo.leaks" = 7'), "Relax things")
+    problems = loosened_without_reason(history_repo, FLOORS_IN_REPO)
+    assert len(problems) == 2  # demo.f1 went 0.95 -> 0.9 and demo.leaks 5 -> 7
+    assert any("demo.f1 0.95 -> 0.9" in p for p in problems) and any("demo.leaks 5 -> 7" in p for p in problems)
+    assert all("Relax things" in p for p in problems)
+
+
+def test_history_accepts_a_loosening_with_the_trailer_and_flags_a_removal(history_repo: Path) -> None:
+    _commit(history_repo, FLOORS_TEXT, "Add floors")
+    lowered = FLOORS_TEXT.replace('"demo.leaks" = 5', '"demo.leaks" = 7')
+    trailer = floor_lowered_trailer("demo.leaks", 5, 7, "captions count as leaks now")
+    _commit(history_repo, lowered, f"Relax leaks\n\nBody text.\n\n{trailer}\n")
+    assert loosened_without_reason(history_repo, FLOORS_IN_REPO) == []
+    # A trailer for another metric does not cover a removed floor.
+    _commit(history_repo, lowered.replace('"demo.passed" = 20\n', ""), f"Drop passed floor\n\n{trailer}\n")
+    (problem,) = loosened_without_reason(history_repo, FLOORS_IN_REPO)
+    assert "removed the min floor demo.passed" in problem and "Drop passed floor" in problem
+
+
+def test_history_outside_a_git_checkout_is_unavailable(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    with pytest.raises(HistoryUnavailable):
+        loosened_without_reason(tmp_path, FLOORS_IN_REPO)
+
+
+def test_checked_in_file_is_plain_toml() -> None:
+    # The floors file must stay readable by any TOML reader (CI tooling, editors), not just ours.
+    document = tomllib.loads((REPO_ROOT / FLOORS_IN_REPO).read_text(encoding="utf-8"))
+    assert set(document) == {"minimum", "maximum"}
