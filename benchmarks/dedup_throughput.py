@@ -52,7 +52,7 @@ from newsdedup.dedup.simhash import default_idf, simhash, word_features
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 from newsdedup.dedup.spotsigs import load_antecedents, multiset_jaccard, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
-from newsdedup.text.normalize import is_word, normalize_text
+from newsdedup.text.normalize import exact_form, is_word, normalize_text
 from newsdedup.text.segment import get_segmenter
 from newsdedup.text.stopwords import load_stopwords
 
@@ -135,7 +135,7 @@ class StageFeatures:
         t0 = clock()
         normalized = normalize_text(text)
         t1 = clock()
-        doc = DocFeatures(fingerprint=text_fingerprint(normalized))
+        doc = DocFeatures(fingerprint=text_fingerprint(exact_form(normalized)))
         t2 = clock()
         cut = self.segmenter.cut(normalized)
         t3 = clock()

@@ -26,7 +26,7 @@ from newsdedup.dedup.simhash import (  # _is_dropped_token: the one filter of wo
 )
 from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
-from newsdedup.text.normalize import is_word, normalize_text
+from newsdedup.text.normalize import exact_form, is_word, normalize_text
 from newsdedup.text.segment import get_segmenter
 from newsdedup.text.stopwords import load_stopwords
 
@@ -128,11 +128,11 @@ class FeatureExtractor:
             self._key_concepts = KeyConceptExtractor(**config._key_concept_options(), synonyms=synonyms)
 
     def fingerprint(self, text: str) -> bytes:
-        return text_fingerprint(normalize_text(text))
+        return text_fingerprint(exact_form(normalize_text(text)))
 
     def features(self, text: str) -> DocFeatures:
         normalized = normalize_text(text)
-        doc = DocFeatures(fingerprint=text_fingerprint(normalized))
+        doc = DocFeatures(fingerprint=text_fingerprint(exact_form(normalized)))
         config = self.config
         if not (config.uses_simhash or config.uses_spotsigs or config.uses_content_words or config.uses_key_concepts):
             return doc

@@ -69,6 +69,19 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split())
 
 
+def exact_form(normalized_text: str) -> str:
+    """The normalised text without any whitespace: what the exact stage fingerprints.
+
+    Line breaks and spacing are layout, not wording: a reprint that flattens the paragraphs or re-indents
+    them is the same article (Chinese text has no spaces between words, so nothing that carries meaning
+    is lost; two Latin texts that differ only in where the spaces fall are rarer than a hash collision).
+
+    >>> exact_form(normalize_text("第一段。\\n\\n  第二段 text A")) == exact_form("第一段。第二段textA")
+    True
+    """
+    return "".join(normalized_text.split())
+
+
 def is_word(token: str) -> bool:
     """True when ``token`` holds a letter or a digit (Chinese characters are letters).
 
