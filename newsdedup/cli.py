@@ -1,4 +1,4 @@
-"""The ``newsdedup`` command line: demo, export, extract, dedup, antecedents.
+"""The ``newsdedup`` command line: demo, export, extract, dedup, antecedents, eval.
 
 Crawling itself is ``scrapy crawl portal`` from the project root (see README.md).
 """
@@ -187,6 +187,48 @@ def cmd_antecedents(args: argparse.Namespace, rest: Sequence[str]) -> int:
     return antecedents_main(list(rest))
 
 
+# -- eval ----------------------------------------------------------------------------------
+def cmd_eval(args: argparse.Namespace) -> int:
+    try:
+        from newsdedup.evaluation import floors as quality_floors
+        from newsdedup.evaluation.suite import format_summary, parse_stages, run_evaluation
+    except ImportError as exc:  # datasketch, matplotlib, tqdm
+        print(f"newsdedup eval: {exc}; install the evaluation extra: pip install -e '.[eval]'", file=sys.stderr)
+        return 2
+    floors_file = args.floors or quality_floors.default_floors_path()
+    if args.lower_floor:
+        metric, sep, value = args.lower_floor.partition("=")
+        try:
+            if not sep:
+                raise ValueError(f"--lower-floor takes METRIC=VALUE, got {args.lower_floor!r}")
+            quality_floors.lower_floor(floors_file, metric.strip(), float(value), reason=args.reason or "")
+        except ValueError as exc:
+            print(f"newsdedup eval: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    try:
+        floors = quality_floors.load_floors(args.floors) if (args.check_floors or args.raise_floors) else None
+        results = run_evaluation(args.data, args.out, seed=args.seed, page_docs=args.page_docs,
+                                 stages=parse_stages(args.stages), workers=args.workers, progress=not args.no_progress)
+    except ValueError as exc:
+        print(f"newsdedup eval: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(results))
+    print(f"wrote {args.out / 'results.json'} and {args.out / 'report.md'}")
+    status = 0
+    if floors is not None:
+        checks = quality_floors.check_floors(results, floors)
+        report = quality_floors.format_check(checks)
+        print(report)
+        if args.raise_floors:
+            for change in quality_floors.raise_floors(results, floors_file, headroom=args.headroom):
+                print(f"raised floor: {change}")
+        if args.check_floors and not all(check.passed for check in checks):
+            print("newsdedup eval: quality is below a floor (see above)", file=sys.stderr)
+            status = 1
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="newsdedup",
@@ -251,6 +293,35 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--segmenter", default="auto", choices=("auto", "jieba", "rjieba"))
     dedup.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     dedup.set_defaults(func=cmd_dedup)
+
+    from newsdedup.evaluation.suite import DEFAULT_PAGE_DOCS, STAGES, data_dir_default
+
+    ev = sub.add_parser(
+        "eval", help="measure extraction and dedup quality on the shared data: results.json, report.md, plots",
+        description="Reproducible benchmarks from the shared data folder: extraction against gold text, the "
+        "reprint benchmark at text and page level for every method and baseline, the papers' experiments. "
+        "Needs the evaluation extra (pip install -e '.[eval]').",
+    )
+    ev.add_argument("--data", type=Path, default=data_dir_default(),
+                    help="the shared data folder (default: $NEWSDEDUP_EVAL_DATA or ../shared/data)")
+    ev.add_argument("--out", type=Path, default=Path("eval-report"), help="output folder (default: eval-report)")
+    ev.add_argument("--seed", type=int, default=1, help="benchmark seed (default 1)")
+    ev.add_argument("--page-docs", type=int, default=DEFAULT_PAGE_DOCS,
+                    help=f"pages in the page-level benchmark (default {DEFAULT_PAGE_DOCS})")
+    ev.add_argument("--stages", default=",".join(STAGES),
+                    help=f"comma-separated subset of {','.join(STAGES)} (default: all)")
+    ev.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.add_argument("--floors", type=Path, default=None,
+                    help="quality floors file (default: the packaged config/quality_floors.toml)")
+    ev.add_argument("--check-floors", action="store_true", help="exit with status 1 when a figure is below its floor")
+    ev.add_argument("--raise-floors", action="store_true",
+                    help="tighten the floors file to this run's figures (minus --headroom); never loosens")
+    ev.add_argument("--headroom", type=float, default=0.005, help="margin left below measured figures (default 0.005)")
+    ev.add_argument("--lower-floor", metavar="METRIC=VALUE",
+                    help="loosen one floor (needs --reason; commit it with the printed Floor-lowered: line); no run")
+    ev.add_argument("--reason", help="why a floor is lowered (required with --lower-floor)")
+    ev.set_defaults(func=cmd_eval)
 
     ante = sub.add_parser("antecedents", help="learn SpotSigs antecedent lists from pages with known text",
                           add_help=False)

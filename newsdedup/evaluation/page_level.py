@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -211,6 +211,7 @@ def run_page_level(
     workers: int | None = None,
     timeout: float = 900,
     text_level: bool = False,
+    rescore: Callable[[Sequence[Mapping], Mapping[str, str]], object] | None = None,
 ) -> dict:
     """Run the page-level benchmark once and return its figures (see module doc).
 
@@ -220,6 +221,9 @@ def run_page_level(
     the shells (None: one per core); ``timeout`` bounds the crawl in seconds.  ``text_level`` also
     runs ``newsdedup dedup --method METHOD`` (its default parameters; crawl ``settings`` do not
     apply) on the same texts in benchmark order, for comparison (``result["text_level"]``).
+    ``rescore(benchmark, extracted)``, given the benchmark documents and ``doc id -> extracted text`` of
+    every exported page, may score other methods on what the crawl extracted; its return value is
+    ``result["rescored"]``.
     """
     from newsdedup.dedup.features import METHODS  # the crawl's own list of near-duplicate methods
 
@@ -238,7 +242,7 @@ def run_page_level(
             return run_page_level(
                 data_dir, docs=docs, method=method, seed=seed, settings=settings, workdir=Path(tmp),
                 gbk_share=gbk_share, min_shell_f1=min_shell_f1, max_shells=max_shells, workers=workers, timeout=timeout,
-                text_level=text_level,
+                text_level=text_level, rescore=rescore,
             )
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -320,6 +324,16 @@ def run_page_level(
         mark = time.perf_counter()
         text_result = _text_level(benchmark, method, workdir, cwd=project or workdir, env=env)
         timings["text_level"] = time.perf_counter() - mark
+    rescored = None
+    if rescore is not None:
+        mark = time.perf_counter()
+        extracted: dict[str, str] = {}
+        for row in rows:
+            doc = doc_of_path.get(urlsplit(row["url"]).path)
+            if doc is not None and doc not in extracted:
+                extracted[doc] = row.get("text") or ""
+        rescored = rescore(benchmark, extracted)
+        timings["rescore"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - started
 
     article_requests = sum(served.get(p.path, 0) for p in site.pages)
@@ -371,6 +385,7 @@ def run_page_level(
         },
         "related_leaks": _leaks(site, rows),
         "text_level": text_result,
+        "rescored": rescored,
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cpu_count": os.cpu_count(),
