@@ -283,13 +283,14 @@ def run_spotsigs(args: argparse.Namespace, label: str, index_class) -> list[dict
         compared_before = index.stats()["compared"] if hasattr(index, "stats") else 0
         timings, hits = timed(index.query, probes)
         row.update(summary(timings))
-        # The product's matcher runs a second, wider query (Jaccard 0.15) for its containment fallback
-        # whenever the first finds nothing: time that one too, on a fifth of the probes.
-        try:
-            wide, _ = timed(lambda probe: index.query(probe, tau=0.15), probes[: max(50, len(probes) // 5)])
+        # The product's matcher runs a containment search (SpotSigsMatcher's fallback) whenever the
+        # Jaccard query finds nothing: time that too, on a fifth of the probes.
+        if hasattr(index, "contained"):
+            wide, _ = timed(
+                lambda probe: index.contained(probe, min_containment=0.7, min_spots=10, min_ratio=0.15),
+                probes[: max(50, len(probes) // 5)],
+            )
             row["containment_query"] = summary(wide)
-        except TypeError:  # an older index without a per-query threshold
-            pass
         row["hit_rate"] = round(hits / len(probes), 3)
         if hasattr(index, "stats"):
             stats = index.stats()
@@ -364,13 +365,14 @@ def run_simhash(args: argparse.Namespace) -> list[dict]:
                   for j in range(args.queries)]
         timings, hits = timed(index.query, probes)
         row.update(summary(timings))
-        # The product's matcher runs a second, wider query (Jaccard 0.15) for its containment fallback
-        # whenever the first finds nothing: time that one too, on a fifth of the probes.
-        try:
-            wide, _ = timed(lambda probe: index.query(probe, tau=0.15), probes[: max(50, len(probes) // 5)])
+        # The product's matcher runs a containment search (SpotSigsMatcher's fallback) whenever the
+        # Jaccard query finds nothing: time that too, on a fifth of the probes.
+        if hasattr(index, "contained"):
+            wide, _ = timed(
+                lambda probe: index.contained(probe, min_containment=0.7, min_spots=10, min_ratio=0.15),
+                probes[: max(50, len(probes) // 5)],
+            )
             row["containment_query"] = summary(wide)
-        except TypeError:  # an older index without a per-query threshold
-            pass
         row["hit_rate"] = round(hits / len(probes), 3)
         started = time.perf_counter()
         for probe in probes[: args.scan_queries]:

@@ -184,6 +184,51 @@ def test_table_and_holder_lists_survive_growth_and_emptying() -> None:
     assert index.query(probe) == [("again", 1.0)] and index.stats()["distinct_spots"] == 1
 
 
+def contained_brute_force(
+    stored: dict[Hashable, Counter], query: Counter, min_containment: float, min_spots: int, min_ratio: float
+) -> list[tuple[Hashable, float]]:
+    """Every stored multiset containing or contained in the query, by (-containment, insertion order)."""
+    order = {key: i for i, key in enumerate(stored)}
+    size = sum(query.values())
+    hits = []
+    for key, doc in stored.items():
+        other = sum(doc.values())
+        smaller, larger = min(size, other), max(size, other)
+        if smaller < min_spots or smaller / larger < min_ratio:
+            continue
+        containment = sum((query & doc).values()) / smaller
+        if containment >= min_containment:
+            hits.append((key, containment))
+    hits.sort(key=lambda hit: (-hit[1], order[hit[0]]))
+    return hits
+
+
+@pytest.mark.parametrize("min_containment", [0.5, 0.7, 0.9])
+def test_contained_equals_brute_force_on_a_random_stream(min_containment: float) -> None:
+    """Prefix filtering must find every containing and contained document a scan finds, and nothing else."""
+    rng = random.Random(int(min_containment * 100))
+    docs = _corpus(rng, 700)
+    # Short versions (a prefix of a stored document) and stored documents with text added: the cases the
+    # containment fallback exists for.
+    for i in range(0, len(docs), 7):
+        elements = sorted(docs[i].elements())
+        docs.insert(i + 1, Counter(elements[: max(1, len(elements) // 3)]) if i % 2 else docs[i] + _corpus(rng, 1)[0])
+    index = SpotSigsIndex(0.5, min_signatures=3)
+    stored: dict[Hashable, Counter] = {}
+    hits = 0
+    for i, doc in enumerate(docs):
+        min_spots, min_ratio = rng.choice([(1, 0.15), (10, 0.15), (5, 0.3)])
+        got = index.contained(doc, min_containment=min_containment, min_spots=min_spots, min_ratio=min_ratio)
+        expected = contained_brute_force(stored, doc, min_containment, max(min_spots, 3), min_ratio)
+        if sum(doc.values()) < 3:
+            expected = []
+        assert got == expected, f"doc {i}"
+        hits += len(expected)
+        if index.add(i, doc):
+            stored[i] = doc
+    assert hits > 200, hits
+
+
 def test_signatures_and_jaccard_of_a_stored_key() -> None:
     rng = random.Random(9)
     vocabulary = _vocabulary("mixed", rng) + _vocabulary("hashes", rng)

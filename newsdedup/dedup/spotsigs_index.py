@@ -487,6 +487,102 @@ class SpotSigsIndex:
         found.sort(key=lambda hit: (-hit[2], hit[0]))
         return [(key, similarity) for _, key, similarity in found]
 
+    def contained(
+        self,
+        signatures: Mapping[Hashable, int],
+        *,
+        min_containment: float,
+        min_spots: int = 1,
+        min_ratio: float = 0.15,
+    ) -> list[tuple[Hashable, float]]:
+        """Every stored document that contains, or is contained in, the query: exactly, without a scan.
+
+        Containment is ``overlap / min(|q|, |d|)`` (multiset overlap over the smaller of the two lengths);
+        a document is returned when it is ``>= min_containment``, the smaller length is ``>= min_spots``
+        and the length ratio (shorter / longer) is ``>= min_ratio`` (a digest of many stories does not
+        absorb each of them). Sorted by descending containment, then insertion order.
+
+        Prefix filtering (Chaudhuri et al., ICDE 2006) instead of a wide Jaccard query: a document that
+        shares ``t`` occurrences with the query shares a spot among the query's first ``|q| - t + 1``
+        occurrences in any fixed order. The query's spots are taken rarest first (spots no document holds
+        use up the prefix for free), so a longer document, which needs ``t = c|q|``, is looked for in the
+        lists of the rarest ``(1 - c)|q|`` occurrences only, and a shorter one of length ``x``
+        (``t = c x``) in the lists before position ``|q| - c x + 1``; each list is cut to the lengths still
+        admissible by bisection, and every survivor is compared in full, once.
+        """
+        if not 0.0 < min_containment <= 1.0:
+            raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
+        if not 0.0 < min_ratio <= 1.0:
+            raise ValueError(f"min_ratio must be in (0, 1], got {min_ratio!r}")
+        spots = self._positive_counts(signatures)
+        length = sum(spots.values())
+        min_spots = max(1, min_spots)
+        if length < max(min_spots, self.min_signatures) or not self._seq_of:
+            return []
+
+        def required(smaller: int) -> int:
+            """Fewest shared occurrences giving ``overlap / smaller >= min_containment`` in floating point."""
+            need = max(0, int(min_containment * smaller))
+            while need > 0 and (need - 1) / smaller >= min_containment:
+                need -= 1
+            while need / smaller < min_containment:
+                need += 1
+            return need
+
+        query_counts, unknown_mass = self._query_counts(spots)
+        lo = max(min_spots, self.min_signatures, _min_length(length, min_ratio))
+        longest = min(int(length / min_ratio), _LENGTH_CAP)
+        while longest > length and length / longest < min_ratio:
+            longest -= 1
+        need_longer = required(length)  # a longer document must hold this much of the query
+        heads, span, run, rank, keys = self._holders.heads, self._holders.span, self._holders.run, self._rank, self._keys
+        ordered = []
+        for spot_id, count in query_counts.items():
+            held = heads[spot_id]
+            if held < _SHARED:
+                ordered.append((1, spot_id, count))
+            else:
+                _, start, stop = span(held)
+                ordered.append((stop - start, spot_id, count))
+        ordered.sort()  # rarest first
+
+        checked: set[int] = set()
+        found: list[tuple[int, Hashable, float]] = []
+        prefix = unknown_mass  # query occurrences before the current spot in the order
+        for _, spot_id, count in ordered:
+            budget = length - prefix  # a document needing at most this many shared occurrences is admissible
+            if budget >= need_longer:
+                hi = longest
+            else:  # only shorter documents, of a length x with required(x) <= budget
+                hi = min(length - 1, int(budget / min_containment) + 1)
+                while hi >= lo and required(hi) > budget:
+                    hi -= 1
+            if hi < lo:
+                break  # the prefix only grows: nothing later is admissible either
+            low_rank, stop_rank = _LENGTH_CAP - hi, _LENGTH_CAP - lo + 1
+            held = heads[spot_id]
+            if held < _SHARED:
+                candidates: array | tuple[int, ...] = (held,) if low_rank <= rank[held] < stop_rank else ()
+            else:
+                postings, first, end = run(held, low_rank, stop_rank)
+                candidates = postings[first:end]
+            for seq in candidates:
+                seq &= _SEQ_MASK
+                if seq in checked:
+                    continue
+                checked.add(seq)
+                smaller = min(length, _LENGTH_CAP - rank[seq])
+                if smaller < min_spots:
+                    continue
+                containment = self._overlap(seq, query_counts) / smaller
+                if containment >= min_containment:
+                    found.append((seq, keys[seq], containment))
+            prefix += count
+        self._queries += 1
+        self._compared += len(checked)
+        found.sort(key=lambda hit: (-hit[2], hit[0]))
+        return [(key, containment) for _, key, containment in found]
+
     def signatures(self, key: Hashable) -> Counter | None:
         """The spot multiset stored under ``key`` (a new Counter), or None when ``key`` is not stored."""
         seq = self._seq_of.get(key)
