@@ -1,13 +1,18 @@
 """Baseline near-duplicate clusterers to compare the dedup core with.
 
 - :class:`MinHashLSHBaseline`: datasketch ``MinHashLSH`` over character 5-grams of the
-  whitespace-free NFKC text (threshold 0.5, 128 permutations by default).  LSH candidates are
-  verified by their estimated Jaccard (``verify=True``) so the threshold means what it says.
+  whitespace-free NFKC text (threshold 0.5, 128 permutations by default), or over any feature set
+  a ``features`` function gives (spot signatures, say); explicit banding (``bands``, ``rows``:
+  the SpotSigs papers' LSH is k=6 rows, l=32 bands) or datasketch's choice for the threshold.
+  LSH candidates are verified by their estimated Jaccard (``verify=True``) so the threshold
+  means what it says.
 - :class:`ShinglingJaccardBaseline`: Broder shingling with the exact Jaccard of the shingle
   sets, found through an inverted index (exact: every indexed document at or above the threshold
   is found).  Shingles are ``width`` consecutive words (jieba-rs, else jieba) or characters.
+- :class:`IMatchBaseline`: I-Match (Chowdhury et al., ACM TOIS 2002): one SHA-1 digest of the
+  sorted set of a document's words whose IDF lies in a middle band; equal digests are duplicates.
 
-Both cluster a stream in one of two ways (``linkage``):
+The first two cluster a stream in one of two ways (``linkage``):
 
 - ``"single_pass"`` (default, as the dedup core does): only cluster centres are indexed; a
   document joins the most similar centre at or above the threshold, else it becomes a centre;
@@ -25,15 +30,20 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import math
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from itertools import chain, repeat
+from typing import Any, Protocol
 
 from datasketch import MinHash, MinHashLSH
 
 __all__ = [
     "LINKAGES",
+    "IMatchBaseline",
+    "JaccardSetIndex",
     "MinHashLSHBaseline",
     "ShinglingJaccardBaseline",
     "char_shingles",
@@ -95,8 +105,8 @@ class _Index(Protocol):
 
 
 def _cluster_stream(
-    items: Iterable[tuple[Hashable, str]],
-    sign: Callable[[str], object | None],
+    items: Iterable[tuple[Hashable, Any]],
+    sign: Callable[[Any], object | None],
     index: _Index,
     linkage: str,
 ) -> dict[Hashable, Hashable]:
@@ -140,10 +150,10 @@ def _cluster_stream(
 
 
 class _MinHashIndex:
-    def __init__(self, threshold: float, num_perm: int, verify: bool) -> None:
+    def __init__(self, threshold: float, num_perm: int, verify: bool, params: tuple[int, int] | None) -> None:
         self.threshold = threshold
         self.verify = verify
-        self.lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        self.lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=params)
         self.sketches: dict[Hashable, MinHash] = {}
         self.position: dict[Hashable, int] = {}
 
@@ -164,61 +174,138 @@ class _MinHashIndex:
         self.position[key] = len(self.position)
 
 
+def _feature_bytes(feature: object) -> bytes:
+    if isinstance(feature, bytes):
+        return feature
+    if isinstance(feature, str):
+        return feature.encode("utf-8")
+    return repr(feature).encode("utf-8")  # ints (hashed spot signatures), tuples, ...
+
+
 class MinHashLSHBaseline:
-    """datasketch MinHashLSH over character n-grams (see the module docstring)."""
+    """datasketch MinHashLSH over character n-grams or given feature sets (see the module docstring).
+
+    ``bands`` and ``rows`` fix the LSH banding (``MinHashLSH(params=(bands, rows))``; a pair is a
+    candidate when all ``rows`` values of one of the ``bands`` bands agree); without them datasketch
+    picks the banding that suits ``threshold``.  ``num_perm`` defaults to 128, or to
+    ``bands * rows`` when those are given.  ``features`` maps what :meth:`cluster` is given for each
+    document to the set the sketch hashes (str, bytes or ints such as hashed spot signatures);
+    without it the items are texts and their character ``ngram``-grams are hashed.
+
+    >>> paper = MinHashLSHBaseline(threshold=0.4, bands=32, rows=6, features=set)  # SpotSigs papers' LSH
+    >>> paper.num_perm, paper.name
+    (192, 'minhash-lsh features t=0.4 perm=192 b=32 r=6')
+    >>> clusters = paper.cluster([("a", {"的:新闻", "在:北京"}), ("b", {"在:北京", "的:新闻"}), ("c", {"了:比赛"})])
+    >>> clusters["b"] == "a" != clusters["c"]
+    True
+    """
 
     def __init__(
         self,
         *,
         threshold: float = 0.5,
-        num_perm: int = 128,
+        num_perm: int | None = None,
         ngram: int = 5,
         seed: int = 1,
         verify: bool = True,
+        bands: int | None = None,
+        rows: int | None = None,
+        features: Callable[[Any], Iterable[object]] | None = None,
     ) -> None:
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold is a Jaccard in (0, 1], got {threshold}")
+        if (bands is None) != (rows is None):
+            raise ValueError("give bands and rows together (the SpotSigs papers' LSH: bands=32, rows=6), or neither")
+        if bands is not None and rows is not None:
+            if not (isinstance(bands, int) and isinstance(rows, int) and bands >= 2 and rows >= 1):
+                raise ValueError(f"bands must be an int >= 2 and rows an int >= 1, got bands={bands!r}, rows={rows!r}")
+            if num_perm is None:
+                num_perm = bands * rows
+            elif bands * rows > num_perm:
+                raise ValueError(
+                    f"bands * rows = {bands * rows} exceeds num_perm={num_perm}: raise num_perm or leave it out"
+                )
+        if num_perm is None:
+            num_perm = 128
         if num_perm < 16:
             raise ValueError(f"num_perm must be >= 16 (datasketch's default is 128), got {num_perm}")
         if ngram < 1:
             raise ValueError(f"ngram must be >= 1, got {ngram}")
+        if features is not None and not callable(features):
+            raise ValueError(f"features must be a function from an item to its feature set, got {features!r}")
         self.threshold = threshold
         self.num_perm = num_perm
         self.ngram = ngram
         self.seed = seed
         self.verify = verify
+        self.bands = bands
+        self.rows = rows
+        self.features = features
 
     @property
     def name(self) -> str:
-        return f"minhash-lsh char{self.ngram} t={self.threshold} perm={self.num_perm}"
+        hashed = "features" if self.features is not None else f"char{self.ngram}"
+        banding = f" b={self.bands} r={self.rows}" if self.bands is not None else ""
+        return f"minhash-lsh {hashed} t={self.threshold} perm={self.num_perm}{banding}"
 
-    def sketch(self, text: str) -> MinHash | None:
-        shingles = char_shingles(text, self.ngram)
-        if not shingles:
+    def sketch(self, item: Any) -> MinHash | None:
+        """The MinHash of one item (a text, or what ``features`` takes); None when it has no feature."""
+        if self.features is None:
+            hashed: Iterable[object] = char_shingles(item, self.ngram)
+        else:
+            hashed = self.features(item)
+        encoded = sorted({_feature_bytes(feature) for feature in hashed})
+        if not encoded:
             return None
         sketch = MinHash(num_perm=self.num_perm, seed=self.seed)
-        sketch.update_batch([s.encode("utf-8") for s in shingles])
+        sketch.update_batch(encoded)
         return sketch
 
-    def cluster(self, items: Iterable[tuple[Hashable, str]], *, linkage: str = "single_pass") -> dict[Hashable, Hashable]:
-        """``doc id -> cluster id`` (the id of the cluster's first document) for a stream of ``(id, text)``."""
-        index = _MinHashIndex(self.threshold, self.num_perm, self.verify)
-        return _cluster_stream(items, self.sketch, index, linkage)
+    def cluster(self, items: Iterable[tuple[Hashable, Any]], *, linkage: str = "single_pass") -> dict[Hashable, Hashable]:
+        """``doc id -> cluster id`` (the id of the cluster's first document) for a stream of ``(id, item)``.
+
+        An item is a text, or whatever ``features`` takes.
+        """
+        return self.cluster_sketches(((key, self.sketch(item)) for key, item in items), linkage=linkage)
+
+    def cluster_sketches(
+        self, sketches: Iterable[tuple[Hashable, MinHash | None]], *, linkage: str = "single_pass"
+    ) -> dict[Hashable, Hashable]:
+        """Like :meth:`cluster` over sketches made once by :meth:`sketch` (reuse them across thresholds).
+
+        The sketches must come from a baseline with the same ``num_perm`` and ``seed``.
+        """
+        params = (self.bands, self.rows) if self.bands is not None and self.rows is not None else None
+        index = _MinHashIndex(self.threshold, self.num_perm, self.verify, params)
+        return _cluster_stream(sketches, _already_signed, index, linkage)
 
 
-class _JaccardIndex:
-    """Inverted index from shingle to documents: exact Jaccard against every indexed document."""
+def _already_signed(signature: object) -> object | None:
+    return signature
+
+
+class JaccardSetIndex:
+    """Inverted index from shingle to documents: exact set Jaccard against every indexed document.
+
+    ``query`` returns every indexed ``(key, jaccard)`` at or above ``threshold``, earliest first.
+
+    >>> index = JaccardSetIndex(0.5)
+    >>> index.add("a", frozenset({1, 2, 3, 4}))
+    >>> index.query(frozenset({1, 2, 3})), index.query(frozenset({1, 5}))
+    ([('a', 0.75)], [])
+    """
 
     def __init__(self, threshold: float) -> None:
+        if not 0 < threshold <= 1:
+            raise ValueError(f"threshold is a Jaccard in (0, 1], got {threshold}")
         self.threshold = threshold
-        self.postings: dict[int, list[Hashable]] = {}
+        self.postings: dict[Hashable, list[Hashable]] = {}
         self.sizes: dict[Hashable, int] = {}
 
     def query(self, signature: object) -> list[tuple[Hashable, float]]:
-        assert isinstance(signature, frozenset)
-        shared: Counter[Hashable] = Counter()
-        for shingle in signature:
-            shared.update(self.postings.get(shingle, ()))
+        assert isinstance(signature, (set, frozenset))
+        # One Counter over all posting lists at once (not one update per shingle: 3x faster).
+        shared = Counter(chain.from_iterable(map(self.postings.get, signature, repeat(()))))
         size = len(signature)
         hits = []
         for key, common in shared.items():  # insertion order: earlier documents first
@@ -228,10 +315,13 @@ class _JaccardIndex:
         return hits
 
     def add(self, key: Hashable, signature: object) -> None:
-        assert isinstance(signature, frozenset)
+        assert isinstance(signature, (set, frozenset))
         self.sizes[key] = len(signature)
         for shingle in signature:
             self.postings.setdefault(shingle, []).append(key)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
 
 
 class ShinglingJaccardBaseline:
@@ -272,4 +362,113 @@ class ShinglingJaccardBaseline:
 
     def cluster(self, items: Iterable[tuple[Hashable, str]], *, linkage: str = "single_pass") -> dict[Hashable, Hashable]:
         """``doc id -> cluster id`` (the id of the cluster's first document) for a stream of ``(id, text)``."""
-        return _cluster_stream(items, self.shingles, _JaccardIndex(self.threshold), linkage)
+        return _cluster_stream(items, self.shingles, JaccardSetIndex(self.threshold), linkage)
+
+
+# Separates words inside the digested text: a control character that no word token contains.
+_TERM_SEPARATOR = "\x1f"
+
+
+def _is_word_token(token: str) -> bool:
+    return any(unicodedata.category(ch)[0] in "LN" for ch in token)
+
+
+class IMatchBaseline:
+    """I-Match (Chowdhury, Frieder, Grossman, McCabe: Collection statistics for fast duplicate document
+    detection, ACM TOIS 20(2), 2002).
+
+    A document's words (jieba-rs, else jieba, on the NFKC text; tokens without a letter or digit
+    dropped; lower-cased) are filtered by their normalised IDF ``nidf = idf / idf_max``: only words
+    with ``min_nidf <= nidf <= max_nidf`` are kept, which drops the most frequent words (low IDF)
+    and the rarest (IDF near the maximum: one-off words, typos).  The SHA-1 of the sorted set of the
+    kept words is the document's fingerprint; documents with equal fingerprints are duplicates
+    (a document with no kept word has no fingerprint and is a cluster of its own).
+
+    Where the IDF comes from:
+
+    - ``idf=None`` (default): from the documents given to :meth:`cluster` themselves, as the
+      paper's collection statistics: ``idf = ln(N / df)`` over the ``N`` documents,
+      ``idf_max = ln N`` (a word in one document only has ``nidf = 1``; the default band drops it);
+    - ``idf=`` a table ``word -> idf`` (for instance jieba's general-corpus table,
+      :func:`newsdedup.dedup.simhash.default_idf`): ``idf_max`` is the table's largest value and a
+      word missing from the table counts as the rarest (``nidf = 1``).
+
+    ``linkage`` is accepted for the same interface as the other baselines: equal fingerprints are
+    an equivalence, so both linkages give the same clusters.
+
+    >>> clusters = IMatchBaseline(min_nidf=0.0, max_nidf=1.0, tokenize=str.split).cluster(
+    ...     [("a", "北京 今天 下雪"), ("b", "今天 北京 下雪"), ("c", "上海 明天 晴朗")])
+    >>> clusters["b"] == "a" != clusters["c"]
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        min_nidf: float = 0.2,
+        max_nidf: float = 0.95,
+        idf: Mapping[str, float] | None = None,
+        tokenize: Callable[[str], list[str]] | None = None,
+    ) -> None:
+        if not 0.0 <= min_nidf <= max_nidf <= 1.0:
+            raise ValueError(
+                f"the IDF band must satisfy 0 <= min_nidf <= max_nidf <= 1, got {min_nidf}, {max_nidf}"
+            )
+        if idf is not None and (not idf or max(idf.values()) <= 0):
+            raise ValueError("idf must be a non-empty table with a positive largest IDF, or None for collection IDF")
+        self.min_nidf = min_nidf
+        self.max_nidf = max_nidf
+        self.idf = idf
+        self._idf_max = max(idf.values()) if idf is not None else None
+        self._tokenize = tokenize
+
+    @property
+    def name(self) -> str:
+        source = "table" if self.idf is not None else "collection"
+        return f"i-match nidf [{self.min_nidf}, {self.max_nidf}] {source} idf"
+
+    def words(self, text: str) -> frozenset[str]:
+        """The distinct words of ``text`` (before the IDF band)."""
+        if self._tokenize is None:
+            self._tokenize = default_tokenizer()
+        tokens = self._tokenize(unicodedata.normalize("NFKC", text))
+        return frozenset(token.lower() for token in tokens if _is_word_token(token))
+
+    def fingerprints(self, items: Iterable[tuple[Hashable, str]]) -> dict[Hashable, bytes | None]:
+        """``doc id -> SHA-1 digest`` (None when no word lies in the band) for ``(id, text)`` pairs."""
+        words: dict[Hashable, frozenset[str]] = {}
+        for key, text in items:
+            if key in words:
+                raise ValueError(f"document id {key!r} appears twice: ids must be unique")
+            words[key] = self.words(text)
+        nidf = self._nidf_function(words.values())
+        digests: dict[Hashable, bytes | None] = {}
+        for key, terms in words.items():
+            kept = sorted(term for term in terms if self.min_nidf <= nidf(term) <= self.max_nidf)
+            digests[key] = hashlib.sha1(_TERM_SEPARATOR.join(kept).encode("utf-8")).digest() if kept else None
+        return digests
+
+    def _nidf_function(self, documents: Iterable[frozenset[str]]) -> Callable[[str], float]:
+        if self.idf is not None:
+            table, top = self.idf, self._idf_max
+            assert top is not None
+            return lambda term: min(1.0, table[term] / top) if term in table else 1.0
+        df: Counter[str] = Counter()
+        count = 0
+        for terms in documents:
+            df.update(terms)
+            count += 1
+        if count < 2:
+            return lambda term: 1.0  # one document: every word is as rare as can be
+        top = math.log(count)
+        return lambda term: math.log(count / df[term]) / top
+
+    def cluster(self, items: Iterable[tuple[Hashable, str]], *, linkage: str = "single_pass") -> dict[Hashable, Hashable]:
+        """``doc id -> cluster id`` (the first document with the same fingerprint) for ``(id, text)`` pairs."""
+        if linkage not in LINKAGES:
+            raise ValueError(f"unknown linkage {linkage!r}: choose one of {', '.join(LINKAGES)}")
+        first: dict[bytes, Hashable] = {}
+        clusters: dict[Hashable, Hashable] = {}
+        for key, digest in self.fingerprints(items).items():
+            clusters[key] = key if digest is None else first.setdefault(digest, key)
+        return clusters
