@@ -163,7 +163,9 @@ def report_row(run: MethodRun, docs: Sequence[Mapping], report: Report | None = 
     """One method's scores (JSON-ready): pairwise P/R/F1, recall by kind and edit band, hard-negative
     false positives, exact-repeat detection and cost."""
     report = report or evaluate(docs, run.predicted)
-    exact_copies = [d["id"] for d in docs if d.get("kind") == "format"]
+    # A whitespace-only copy and its original are one exact repeat pair, whichever of the two came first.
+    original_of = {d["story"]: d["id"] for d in docs if d.get("kind") == "original"}
+    exact_copies = [(d["id"], original_of.get(d["story"])) for d in docs if d.get("kind") == "format"]
     return {
         "method": run.spec.name,
         "family": run.spec.family,
@@ -179,7 +181,8 @@ def report_row(run: MethodRun, docs: Sequence[Mapping], report: Report | None = 
         "recall_by_kind": {k: _rate(v) for k, v in sorted(report.by_kind.items())},
         "recall_by_band": {k: _rate(report.by_band[k]) for k, _ in EDIT_BANDS if k in report.by_band},
         # Whitespace-only copies are exact repeats after normalisation: the exact stage's share of them.
-        "exact_detection": (round(sum(1 for d in exact_copies if d in run.exact) / len(exact_copies), 4)
+        "exact_detection": (round(sum(1 for copy, original in exact_copies if copy in run.exact or original in run.exact)
+                                  / len(exact_copies), 4)
                             if exact_copies and run.spec.baseline is None else None),
         "ms_per_doc": {
             "features": None if run.features_ms is None else round(run.features_ms, 3),
