@@ -37,7 +37,7 @@ def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
 def test_help_lists_every_command():
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("demo", "export", "extract", "dedup", "antecedents"):
+    for command in ("demo", "export", "extract", "dedup", "antecedents", "eval"):
         assert command in result.stdout
 
 
@@ -96,3 +96,23 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path):
     assert "14 unique stories" in out  # the demo has 14 distinct stories over its two days
     exported = run_cli("export", "--storage", f"sqlite:///{tmp_path / 'demo.sqlite'}")
     assert len(exported.stdout.splitlines()) == 23  # every article page of day 2, stored or repeated
+
+
+def test_eval_without_the_shared_data_says_where_to_point_it(tmp_path):
+    result = run_cli("eval", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "out"), "--no-progress")
+    assert result.returncode == 2
+    assert "--data" in result.stderr and "shared" in result.stderr
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_eval_refuses_to_lower_a_floor_without_a_reason(tmp_path):
+    floors = tmp_path / "floors.toml"
+    floors.write_text('[minimum]\n"text_level.default.f1" = 0.98\n', encoding="utf-8")
+    result = run_cli("eval", "--floors", str(floors), "--lower-floor", "text_level.default.f1=0.9")
+    assert result.returncode == 2 and "reason" in result.stderr
+    assert "0.98" in floors.read_text(encoding="utf-8")
+    result = run_cli("eval", "--floors", str(floors), "--lower-floor", "text_level.default.f1=0.9",
+                     "--reason", "benchmark made harder")
+    assert result.returncode == 0, result.stderr
+    assert "Floor-lowered: text_level.default.f1" in result.stdout
+    assert "0.9" in floors.read_text(encoding="utf-8")
