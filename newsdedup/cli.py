@@ -220,6 +220,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         checks = quality_floors.check_floors(results, floors)
         report = quality_floors.format_check(checks)
         print(report)
+        with open(args.out / "report.md", "a", encoding="utf-8") as markdown:
+            markdown.write(f"\n## Quality floors\n\nFrom `{floors.source}`:\n\n```\n{report}\n```\n")
         if args.raise_floors:
             for change in quality_floors.raise_floors(results, floors_file, headroom=args.headroom):
                 print(f"raised floor: {change}")

@@ -320,8 +320,6 @@ def format_markdown(results: Mapping) -> str:
         from newsdedup.evaluation.experiments import format_markdown as experiments_markdown
 
         lines += ["## The papers' experiments", "", experiments_markdown(experiments), ""]
-    if (floors := results.get("floors")):
-        lines += ["## Quality floors", "", "```", floors, "```", ""]
     return "\n".join(lines)
 
 
