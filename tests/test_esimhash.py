@@ -200,7 +200,7 @@ def test_weighted_fingerprint_is_the_bitwise_weighted_vote():
             without = sum(w for h, w in features if not h >> bit & 1)
             if with_bit > without + 1e-9:
                 expected |= 1 << bit
-        assert weighted_fingerprint(features) == expected
+        assert weighted_fingerprint(features, bits=128) == expected
     assert weighted_fingerprint([(0b01, 1.0), (0b10, 1.0)], bits=64) == 0  # exact ties give 0
     assert weighted_fingerprint([]) == 0
     with pytest.raises(ValueError, match="finite"):

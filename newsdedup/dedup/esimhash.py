@@ -58,7 +58,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import sys
@@ -67,7 +66,7 @@ from array import array
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from newsdedup.dedup.simhash import default_idf
+from newsdedup.dedup.simhash import default_idf, weighted_fingerprint
 from newsdedup.dedup.simhash_index import SimhashIndex
 from newsdedup.text.hashing import hash64, hash128
 
@@ -96,8 +95,6 @@ _PAIR_MULTIPLIER = 0x9E3779B97F4A7C15
 _BLOB_MAGIC = b"NDES"
 _BLOB_VERSION = 1
 
-# Weights are summed as integers, scaled so that the largest lies in [2**23, 2**24) (as simhash.simhash does).
-_WEIGHT_BITS = 24
 
 
 def neighbour_entropy(counts: Iterable[int]) -> float:
@@ -392,49 +389,6 @@ def esimhash(
 def _check_bits(bits: int) -> None:
     if bits not in (64, 128):
         raise ValueError(f"E-Simhash bits must be 64 or 128 (the paper uses 128), got {bits!r}")
-
-
-def weighted_fingerprint(hashed: Iterable[tuple[int, float]], bits: int = 128) -> int:
-    """Simhash of already hashed features: bit i is 1 when the weight of hashes with bit i set is larger.
-
-    Weights are scaled so that the largest lies in [2**23, 2**24) and rounded (as in
-    :func:`newsdedup.dedup.simhash.simhash`), then summed exactly in int64: an exact tie gives 0.
-
-    >>> weighted_fingerprint([(0b0110, 2.0), (0b0011, 1.0)], bits=64)
-    6
-    """
-    _check_bits(bits)
-    np = _numpy()
-    feature_hashes, weights = [], []
-    for feature_hash, weight in hashed:
-        weight = float(weight)
-        if not (weight >= 0.0 and math.isfinite(weight)):
-            raise ValueError(f"weights must be finite and >= 0, got {weight!r}")
-        if not 0 <= feature_hash < 1 << bits:
-            raise ValueError(f"feature hashes must be unsigned {bits}-bit ints, got {feature_hash!r}")
-        if weight > 0.0:
-            feature_hashes.append(feature_hash)
-            weights.append(weight)
-    if not weights:
-        return 0
-    scale_exponent = _WEIGHT_BITS - math.frexp(max(weights))[1]
-    quantized = np.array([round(math.ldexp(w, scale_exponent)) for w in weights], dtype=np.int64)
-    width = bits // 8
-    raw = b"".join(h.to_bytes(width, "little") for h in feature_hashes)
-    # Row f, column i: bit i of feature f's hash (little-endian bytes, little-endian bits).
-    bit_matrix = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, width), axis=1, bitorder="little")
-    weight_with_bit = quantized @ bit_matrix.astype(np.int64)
-    set_bits = np.packbits(2 * weight_with_bit > int(quantized.sum()), bitorder="little")
-    return int.from_bytes(set_bits.tobytes(), "little")
-
-
-@functools.cache
-def _numpy():
-    try:
-        import numpy
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("E-Simhash needs numpy: pip install numpy") from exc
-    return numpy
 
 
 class ESimhashIndex:

@@ -27,6 +27,8 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from newsdedup.text.hashing import hash64, hash128
 from newsdedup.text.normalize import is_word
 
@@ -47,11 +49,6 @@ SIMHASH_BITS = (64, 128)
 # weights (term frequencies) exact, so exact ties stay ties; otherwise only weights closer than 2**-23 of
 # the largest become indistinguishable.
 _WEIGHT_BITS = 24
-# _SPREAD[b] puts bit j of the byte b at the bottom of a 64-bit lane j of one integer. A lane holds at most
-# the total weight, below 2**64 for fewer than 2**40 features.
-_LANE_BITS = 64
-_LANE_MASK = (1 << _LANE_BITS) - 1
-_SPREAD = tuple(sum(1 << (j * _LANE_BITS) for j in range(8) if byte >> j & 1) for byte in range(256))
 
 # Separator inside shingle features: a control character, which normalize_text() never leaves in text.
 _SHINGLE_SEPARATOR = "\x1f"
@@ -80,43 +77,48 @@ def simhash(features: Mapping[str, float] | Iterable[tuple[str, float]], bits: i
     items = features.items() if isinstance(features, Mapping) else features
     hash_feature = hash64 if bits == 64 else hash128
     hashed: list[tuple[int, float]] = []
-    max_weight = 0.0
     for feature, weight in items:
         weight = float(weight)
         if not (weight >= 0.0 and math.isfinite(weight)):
             raise ValueError(f"simhash weights must be finite and >= 0; feature {feature!r} has weight {weight!r}")
         if weight > 0.0:
             hashed.append((hash_feature(feature), weight))
-            if weight > max_weight:
-                max_weight = weight
-    if not hashed:
-        return 0
+    return weighted_fingerprint(hashed, bits)
 
-    scale_exponent = _WEIGHT_BITS - math.frexp(max_weight)[1]
-    # First add each weight to the bucket of its hash's byte value, byte position by byte position (a few
-    # list operations per feature), then turn the <= 256 buckets of a position into per-bit sums at once:
-    # weight * _SPREAD[byte] adds the weight to the lane of every 1 bit of that byte. About 2x faster in
-    # CPython than adding each weight to each of the bits separately.
-    byte_buckets = [[0] * 256 for _ in range(bits // 8)]
-    total = 0
+
+def weighted_fingerprint(hashed: Iterable[tuple[int, float]], bits: int = 64) -> int:
+    """Simhash of already hashed features: bit i is 1 when the weight of hashes with bit i set is larger.
+
+    Weights are scaled so that the largest lies in [2**23, 2**24) and rounded, then summed exactly in
+    int64, so an exact tie gives 0 and the result does not depend on the order of the features. The vote
+    is one numpy product over the features' bit matrix (a per-bit Python loop cost 2-3 ms a document).
+
+    >>> weighted_fingerprint([(0b0110, 2.0), (0b0011, 1.0)], bits=64)
+    6
+    """
+    if bits not in SIMHASH_BITS:
+        raise ValueError(f"simhash bits must be 64 or 128, got {bits!r}")
+    feature_hashes, weights = [], []
     for feature_hash, weight in hashed:
-        quantized = round(math.ldexp(weight, scale_exponent))
-        total += quantized
-        for buckets in byte_buckets:
-            buckets[feature_hash & 0xFF] += quantized
-            feature_hash >>= 8
-
-    # Bit i is 1 when the weight with bit i set exceeds the weight with it clear: 2 * lane_i > total.
-    fingerprint = 0
-    for position, buckets in enumerate(byte_buckets):
-        lanes = 0
-        for byte, weight in enumerate(buckets):
-            if weight:
-                lanes += weight * _SPREAD[byte]
-        for bit in range(8):
-            if 2 * ((lanes >> (bit * _LANE_BITS)) & _LANE_MASK) > total:
-                fingerprint |= 1 << (8 * position + bit)
-    return fingerprint
+        weight = float(weight)
+        if not (weight >= 0.0 and math.isfinite(weight)):
+            raise ValueError(f"weights must be finite and >= 0, got {weight!r}")
+        if not 0 <= feature_hash < 1 << bits:
+            raise ValueError(f"feature hashes must be unsigned {bits}-bit ints, got {feature_hash!r}")
+        if weight > 0.0:
+            feature_hashes.append(feature_hash)
+            weights.append(weight)
+    if not weights:
+        return 0
+    scale_exponent = _WEIGHT_BITS - math.frexp(max(weights))[1]
+    quantized = np.array([round(math.ldexp(w, scale_exponent)) for w in weights], dtype=np.int64)
+    width = bits // 8
+    raw = b"".join(h.to_bytes(width, "little") for h in feature_hashes)
+    # Row f, column i: bit i of feature f's hash (little-endian bytes, little-endian bits).
+    bit_matrix = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, width), axis=1, bitorder="little")
+    weight_with_bit = quantized @ bit_matrix.astype(np.int64)
+    set_bits = np.packbits(2 * weight_with_bit > int(quantized.sum()), bitorder="little")
+    return int.from_bytes(set_bits.tobytes(), "little")
 
 
 def hamming(a: int, b: int) -> int:
