@@ -10,10 +10,9 @@ Three are offered:
 
 - ``simhash``: Manku block tables over Simhash fingerprints; similarity ``1 - distance / bits``.
 - ``spotsigs``: the exact SpotSigs inverted index; similarity = multiset Jaccard.
-- ``hybrid``: both indexes; a centre is a match when its SpotSigs Jaccard reaches tau *or* its
-  Simhash lies within k bits; the best match is ranked by Jaccard.  SpotSigs keeps precision on
-  pages that share boilerplate, Simhash adds the reordered or lightly edited copies whose spot
-  sets drifted.
+- ``hybrid``: both indexes; the best SpotSigs match (Jaccard, then containment) when there is one,
+  else the nearest centre whose Simhash lies within k bits.  SpotSigs keeps precision on pages that
+  share boilerplate; Simhash adds lightly edited copies whose spot sets drifted.
 - ``esimhash``: E-Simhash (:mod:`newsdedup.dedup.esimhash`), 128-bit fingerprints weighted with
   corpus statistics that the detector learns from every document it is shown.
 - ``dwdcs``: DWDCS (:mod:`newsdedup.dedup.dwdcs`), key concepts of a concept network; cosine and

@@ -654,7 +654,7 @@ def _fingerprint_methods(*, paper_simhash128: bool) -> list[_Method]:
                 lambda d: d.features.content_words),
         _Method("spotsigs", "SpotSigs (default: tau 0.4, containment 0.7)",
                 lambda: make_detector(NearSettings(method="spotsigs")), lambda d: d.features),
-        _Method("hybrid", "hybrid (SpotSigs or Simhash k=3)", lambda: make_detector(NearSettings(method="hybrid")),
+        _Method("hybrid", "hybrid (SpotSigs, else Simhash k=3)", lambda: make_detector(NearSettings(method="hybrid")),
                 lambda d: d.features),
     ]
     return methods

@@ -55,7 +55,7 @@ def method_specs(*, baselines: bool = True) -> list[MethodSpec]:
                    spots, NearSettings(method="spotsigs")),
         MethodSpec("spotsigs-paper", "paper", "SpotSigs as the paper runs it: multiset Jaccard >= 0.4 only",
                    spots, NearSettings(method="spotsigs", spotsigs_min_containment=None, spotsigs_min_signatures=4)),
-        MethodSpec("hybrid", "product", "SpotSigs or Simhash k=3 candidates, ranked by Jaccard",
+        MethodSpec("hybrid", "product", "SpotSigs; when it finds nothing, the nearest Simhash within k=3",
                    FeatureConfig(method="hybrid"), NearSettings(method="hybrid")),
         MethodSpec("simhash", "paper", "Simhash 64-bit, tf-idf words, Hamming <= 3 (paper, product default)",
                    simhash, NearSettings(method="simhash")),
