@@ -190,9 +190,14 @@ def cmd_antecedents(args: argparse.Namespace, rest: Sequence[str]) -> int:
 # -- eval ----------------------------------------------------------------------------------
 def cmd_eval(args: argparse.Namespace) -> int:
     try:
+        # The evaluation's own libraries, checked before a run of several minutes rather than in its middle.
+        import datasketch  # noqa: F401
+        import matplotlib  # noqa: F401
+        import tqdm  # noqa: F401
+
         from newsdedup.evaluation import floors as quality_floors
         from newsdedup.evaluation.suite import format_summary, parse_stages, run_evaluation
-    except ImportError as exc:  # datasketch, matplotlib, tqdm
+    except ImportError as exc:
         print(f"newsdedup eval: {exc}; install the evaluation extra: pip install -e '.[eval]'", file=sys.stderr)
         return 2
     floors_file = args.floors or quality_floors.default_floors_path()
