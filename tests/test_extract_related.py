@@ -61,6 +61,30 @@ def test_a_related_block_with_summaries_goes_even_when_it_outweighs_a_short_arti
         assert gone not in text
 
 
+def test_summary_cards_go_when_the_short_article_itself_follows_a_headline_link():
+    """The article's only paragraph comes right after a long title link, so it counts as a summary too and
+    the page has no "article prose" at all; the cards block must still not be protected as the article."""
+    cards = "".join(
+        f'<div class="item"><a href="/a/{n}.html"><h4>{headline}</h4></a><p class="summary">{summary}</p></div>'
+        for n, (headline, summary) in enumerate([
+            ("城西菜市场改造完成今起恢复营业", "经过三个月的改造，城西菜市场今天恢复营业，摊位由原来的八十个增加到一百二十个…"),
+            ("全市中小学下周起推行课后延时服务", "市教育局今天发布通知，全市中小学下周起推行课后延时服务，家长可自愿选择…"),
+            ("老旧小区加装电梯试点扩大到十个街道", "记者从市住建局获悉，老旧小区加装电梯试点今年将扩大到十个街道，补贴标准不变…"),
+        ])
+    )
+    page = f"""<html><body><div id="container">
+      <h1><a href="/a/9.html">山城小镇开通第一条夜间公交线路方便夜归居民</a></h1>
+      <p>五月三日晚上，山城小镇的第一班夜间公交从汽车站缓缓驶出，末班车延后到晚上十一点。</p>
+      <div class="rec-list"><div class="hd"><span>相关阅读</span></div><div class="bd">{cards}</div></div>
+    </div></body></html>"""
+    tree = _tree(page)
+    remove_boilerplate(tree)
+    text = tree.text_content()
+    assert "第一班夜间公交" in text
+    for gone in ("相关阅读", "城西菜市场", "课后延时服务", "加装电梯"):
+        assert gone not in text
+
+
 def test_summary_prose_is_the_prose_right_after_a_headline_link():
     tree = _tree(
         "<html><body><div id='list'><h3>相关阅读</h3><ul>"

@@ -278,6 +278,10 @@ class _Remover:
         if s is None:
             return False
         if self.total_article_prose == 0:  # all prose follows links (or there is none): nothing to tell apart
+            if s.links >= 3 and 2 * s.summary >= s.prose:
+                # Headlines each with its summary line: a related list, even when it outweighs a short
+                # article whose lone paragraph also follows a link (the page-level benchmark leaked 4 such).
+                return False
             return self.total_prose > 0 and s.prose >= _PROTECTED_PROSE_SHARE * self.total_prose
         return s.article_prose >= _PROTECTED_PROSE_SHARE * self.total_article_prose
 
