@@ -365,14 +365,6 @@ def run_simhash(args: argparse.Namespace) -> list[dict]:
                   for j in range(args.queries)]
         timings, hits = timed(index.query, probes)
         row.update(summary(timings))
-        # The product's matcher runs a containment search (SpotSigsMatcher's fallback) whenever the
-        # Jaccard query finds nothing: time that too, on a fifth of the probes.
-        if hasattr(index, "contained"):
-            wide, _ = timed(
-                lambda probe: index.contained(probe, min_containment=0.7, min_spots=10, min_ratio=0.15),
-                probes[: max(50, len(probes) // 5)],
-            )
-            row["containment_query"] = summary(wide)
         row["hit_rate"] = round(hits / len(probes), 3)
         started = time.perf_counter()
         for probe in probes[: args.scan_queries]:

@@ -76,7 +76,7 @@ def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
     assert "1 bad input lines skipped" in result.stderr
 
 
-def test_dedup_rejects_a_bad_method_with_a_clear_message(tmp_path):
+def test_dedup_rejects_a_bad_method_with_a_clear_message():
     result = run_cli("dedup", "--input", "-", "--output", "-", "--tau", "1.5", stdin="")
     assert result.returncode == 2
     assert "tau" in result.stderr

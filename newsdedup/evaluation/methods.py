@@ -13,14 +13,14 @@ plus the main process's exact stage, clustering and index (timed around ``Dedupl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 from newsdedup.analysis import AnalysisPool, analyse_text
 from newsdedup.dedup.engine import EXACT_DUPLICATE, Deduplicator
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
-from newsdedup.evaluation.scoring import EDIT_BANDS, Rate, Report, evaluate
+from newsdedup.evaluation.scoring import EDIT_BANDS, Rate, evaluate
 
 __all__ = [
     "DEFAULT_METHOD",
@@ -44,7 +44,6 @@ class MethodSpec:
     features: FeatureConfig | None = None
     near: NearSettings | None = None
     baseline: Callable[[], object] | None = None  # builds an object with .cluster(items) -> {id: cluster}
-    options: dict = field(default_factory=dict)
 
 
 def method_specs(*, baselines: bool = True) -> list[MethodSpec]:
@@ -159,10 +158,10 @@ def _rate(rate: Rate) -> dict:
     return {"hits": rate.hits, "total": rate.total, "rate": round(rate.value, 4)}
 
 
-def report_row(run: MethodRun, docs: Sequence[Mapping], report: Report | None = None) -> dict:
+def report_row(run: MethodRun, docs: Sequence[Mapping]) -> dict:
     """One method's scores (JSON-ready): pairwise P/R/F1, recall by kind and edit band, hard-negative
     false positives, exact-repeat detection and cost."""
-    report = report or evaluate(docs, run.predicted)
+    report = evaluate(docs, run.predicted)
     # A whitespace-only copy and its original are one exact repeat pair, whichever of the two came first.
     original_of = {d["story"]: d["id"] for d in docs if d.get("kind") == "original"}
     exact_copies = [(d["id"], original_of.get(d["story"])) for d in docs if d.get("kind") == "format"]
@@ -192,6 +191,3 @@ def report_row(run: MethodRun, docs: Sequence[Mapping], report: Report | None = 
         "wall_seconds": round(run.wall_seconds, 2),
     }
 
-
-def score_runs(runs: Iterable[MethodRun], docs: Sequence[Mapping]) -> list[dict]:
-    return [report_row(run, docs) for run in runs]

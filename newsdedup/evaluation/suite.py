@@ -20,6 +20,7 @@ Everything is seeded: the same data and code give the same figures (timings asid
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
@@ -27,7 +28,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import newsdedup
 
 __all__ = ["STAGES", "format_markdown", "format_summary", "run_evaluation"]
 
@@ -90,10 +90,15 @@ def _extraction(data_dir: Path, progress: _Progress) -> dict:
 
 
 def _method_table(items, docs, specs, progress: _Progress, workers: int | None) -> list[dict]:
+    """Every spec's scores on ``items``; a document of ``docs`` without an item is a cluster of its own."""
     from newsdedup.evaluation.methods import report_row, run_methods
 
-    runs = run_methods(items, specs, workers=workers, progress=progress.step)
-    return [report_row(run, docs) for run in runs]
+    rows = []
+    for run in run_methods(items, specs, workers=workers, progress=progress.step):
+        for d in docs:
+            run.predicted.setdefault(d["id"], f"alone:{d['id']}")
+        rows.append(report_row(run, docs))
+    return rows
 
 
 def _with_default(rows: list[dict]) -> dict:
@@ -127,15 +132,7 @@ def _page_level(data_dir: Path, out_dir: Path, docs: int, seed: int, progress: _
         # Pages the crawl skipped (too short, JavaScript-only) have no text: each is a cluster of its own,
         # as in the crawl's own score.
         items = [(d["id"], extracted[d["id"]]) for d in benchmark if d["id"] in extracted]
-        from newsdedup.evaluation.methods import report_row, run_methods
-
-        runs = run_methods(items, specs, workers=workers, progress=progress.step)
-        rows = []
-        for run in runs:
-            for d in benchmark:
-                run.predicted.setdefault(d["id"], f"alone:{d['id']}")
-            rows.append(report_row(run, benchmark))
-        return rows
+        return _method_table(items, benchmark, specs, progress, workers)
 
     result = run_page_level(data_dir, docs=docs, method=DEFAULT_METHOD, seed=seed, workdir=out_dir / "page-level",
                             rescore=rescore, workers=workers)
@@ -188,7 +185,7 @@ def run_evaluation(
     timings: dict[str, float] = {}
     results: dict = {
         "meta": {
-            "newsdedup": newsdedup.__version__ if hasattr(newsdedup, "__version__") else None,
+            "newsdedup": importlib.metadata.version("newsdedup"),
             "data": str(data_dir), "seed": seed, "stages": list(stages),
             "python": platform.python_version(), "cpus": os.cpu_count(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -66,6 +66,8 @@ _MAX_BYLINE_LINE = 60
 _NON_PROSE_PENALTY = 0.5
 # If trafilatura keeps less than this share of what the whole page gives, the article locator was wrong.
 _MIN_PART_SHARE = 0.5
+# Text a reader could see: script and style bodies and <noscript> notices are not content.
+_VISIBLE_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style) and not(ancestor::noscript)]"
 _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
 
 
@@ -155,7 +157,7 @@ def _extract(page: str | bytes, url: str | None, selectors: tuple[str, ...], min
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     if _non_space_length(text) < min_chars:
-        _raise_no_text(root, f"article text shorter than {min_chars} characters", html=html, anchors=anchor_texts)
+        _raise_no_text(root, f"article text shorter than {min_chars} characters", anchors=anchor_texts)
     return Article(
         title=meta.title,
         text=text,
@@ -221,15 +223,13 @@ def _anchor_texts(root: HtmlElement) -> set[str]:
     return texts
 
 
-def _raise_no_text(root: HtmlElement, message: str, *, html: str | None = None, anchors: set[str] | None = None) -> None:
+def _raise_no_text(root: HtmlElement, message: str, *, anchors: set[str] | None = None) -> None:
     """Raise SkipPage with the most telling reason for a page without (enough) article text."""
     if _is_video(root):
         raise SkipPage("video", "video page without article text")
     script_chars = sum(len(s.text or "") for s in root.iter("script"))
-    body = root.find("body")
     # Visible text only: script bodies and "please enable JavaScript" notices are not content.
-    visible = body.xpath(".//text()[not(ancestor::script or ancestor::style or ancestor::noscript)]") if body is not None else []
-    body_text = len(normalize_heading("".join(visible)))
+    body_text = len(normalize_heading("".join(root.xpath(_VISIBLE_TEXT))))
     if script_chars > 0 and (body_text < 50 or script_chars > 20 * max(body_text, 1)):
         raise SkipPage("javascript_only", "page content is rendered by JavaScript")
     if anchors and len(anchors) >= 20:
@@ -302,9 +302,6 @@ def _main_text(root: HtmlElement, url: str | None) -> str:
     if len(part) >= _MIN_PART_SHARE * len(whole):
         return part
     return whole
-
-
-_VISIBLE_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style) and not(ancestor::noscript)]"
 
 
 def _non_space_length(text: str) -> int:
