@@ -26,16 +26,19 @@ from __future__ import annotations
 import copy
 import logging
 import re
+from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 
 import lxml.html
 from lxml import etree
 from lxml.html import HtmlElement
 
 from newsdedup.extract.decode import decode_html
-from newsdedup.extract.metadata import extract_metadata, visible_text
-from newsdedup.extract.related import is_related_heading, measure, normalize_heading, remove_boilerplate
+from newsdedup.extract.metadata import extract_metadata, find_datetimes, visible_text
+from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
+from newsdedup.extract.template import line_hash, page_blocks, strip_boilerplate
 
 __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
 
@@ -47,9 +50,11 @@ SKIP_REASONS = frozenset(
 
 _BINARY_MAGIC = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b", b"RIFF", b"\x00\x00\x01\x00")
 _TAG_RE = re.compile(r"<\s*[a-zA-Z!/]")
+_SPACE = re.compile(r"\s+")
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[。！？!?；;…」”\"]")
 _SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
+_FULL_STOP = re.compile(r"[。！？!?]")
 # Lines that open or close a body and only say who wrote, edited or supplied it, or when.
 _BYLINE_LINE = re.compile(
     r"^[\s\[【(（<《]*(?:文章来源|本文来源|稿件来源|信息来源|来源|来自|稿源|出处|责任编辑|责编|编辑|作者|记者|通讯员|"
@@ -57,15 +62,37 @@ _BYLINE_LINE = re.compile(
     r"浏览次数|字号|返回|打印|关闭窗口|分享)\s*[:：/]"
 )
 _DATE_ONLY_LINE = re.compile(r"^[\s\[(（]*(?:19|20)\d{2}[-/.年]\d{1,2}[-/.月]\d{1,2}日?(?:\s+\d{1,2}[:：]\d{2}(?:[:：]\d{2})?)?[\s\])）]*$")
-_TRAILING_BYLINE = re.compile(
-    r"\s*[\[【(（]?\s*(?:来源|责任编辑|责编|编辑|作者)\s*[:：]\s*[^\s:：]{1,24}\s*[\]】)）]?"
-    r"(?:\s*[\[【(（]?\s*(?:来源|责任编辑|责编|编辑|作者)\s*[:：]\s*[^\s:：]{1,24}\s*[\]】)）]?)*\s*$"
-)
+# One "来源：X" / "（责任编辑：Y）" unit at the very end of a line. Matched repeatedly on the line's last
+# _BYLINE_TAIL characters only, each match anchored at the end: no nested quantifiers, so a paragraph
+# repeating "责任编辑：张" thousands of times costs a few steps, not a backtracking storm. Not inside a
+# word: "（图片来源：视觉中国）" is a caption's credit, not a byline.
+_TRAILING_BYLINE = re.compile(r"(?:[\[【(（]|(?<!\w))[ \t]*(?:来源|责任编辑|责编|编辑|作者)[ \t]*[:：][ \t]*[^\s:：\[\]【】()（）]{1,24}[ \t]*[\]】)）]?[ \t]*\Z")
+_BYLINE_TAIL = 120
 _MAX_BYLINE_LINE = 60
+# A short line under the headline that carries a date and a source or author label is the dateline.
+_DATELINE_LABEL = re.compile(r"来源|作者|记者|编辑|发布|时间|出处|稿源")
+_SOURCE_LABEL = re.compile(r"(?:来源|作者|记者|编辑|稿源|出处|發佈|发布)[ \t]*[:：/]")
+# How far under the headline (characters of visible text) a date or source line still belongs to it.
+_DATELINE_WINDOW = 200
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # The element scoring the most prose minus this share of its other text is the article.
 _NON_PROSE_PENALTY = 0.5
-# If trafilatura keeps less than this share of what the whole page gives, the article locator was wrong.
+# Climbing from the first paragraph after the headline passes parents that add at most this many characters
+# of other text (a headline, a date line, a picture caption) whatever else they add.
+_SMALL_ADDITION = 60
+# A line of this many characters is unique enough on a page to be put back where the page has it.
+_MIN_MOVED = 8
+# A table cell holding more text than this is a layout cell, not a data cell.
+_LAYOUT_CELL = 200
+# A located block under this share of the whole page's reading is checked against it (see _read).
 _MIN_PART_SHARE = 0.5
+# A sentence standing alone between headline and body (a summary box) of this much prose is the lead.
+_MIN_LEAD = 15
+# The heaviest block replaces the block after the headline when it adds this many times its prose.
+_OUTWEIGH = 2
+# The block after the headline must hold this much prose to be the body (shorter: a caption, a notice, and
+# the next block is tried). The least a news brief holds.
+_MIN_ANCHORED_PROSE = 40
 # Text a reader could see: script and style bodies and <noscript> notices are not content.
 _VISIBLE_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style) and not(ancestor::noscript)]"
 _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
@@ -81,6 +108,8 @@ class Article:
     author: str | None
     source: str | None  # the outlet a reprint names after 来源
     canonical_url: str | None
+    #: The distinct block hashes of the page, what its site's template learns from (:mod:`~newsdedup.extract.template`).
+    block_hashes: array = field(default_factory=lambda: array("Q"), compare=False, repr=False)
 
 
 class SkipPage(Exception):
@@ -95,15 +124,18 @@ class SkipPage(Exception):
         return self.message
 
 
-def _validate(page: object, url: object, remove_selectors: object, min_chars: object, max_bytes: object) -> None:
+def _validate(
+    page: object, url: object, remove_selectors: object, min_chars: object, brief_chars: object, max_bytes: object
+) -> None:
     if not isinstance(page, (str, bytes, bytearray, memoryview)):
         raise ValueError(f"page must be str or bytes, got {type(page).__name__}; pass response.body")
     if url is not None and not isinstance(url, str):
         raise ValueError(f"url must be a str or None, got {type(url).__name__}")
     if isinstance(remove_selectors, str) or not isinstance(remove_selectors, Sequence):
         raise ValueError("remove_selectors must be a list of CSS selectors, e.g. ['div.related']")
-    if not isinstance(min_chars, int) or isinstance(min_chars, bool) or min_chars < 0:
-        raise ValueError(f"min_chars must be an int >= 0, got {min_chars!r}")
+    for name, value in (("min_chars", min_chars), ("brief_chars", brief_chars)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
         raise ValueError(f"max_bytes must be an int > 0, got {max_bytes!r}")
 
@@ -114,20 +146,25 @@ def extract_article(
     *,
     remove_selectors: Sequence[str] = (),
     min_chars: int = 150,
+    brief_chars: int = 40,
     max_bytes: int = 5_000_000,
+    boilerplate: AbstractSet[int] = frozenset(),
 ) -> Article:
     """Extract the article from ``page`` (raw bytes or decoded HTML); raise :class:`SkipPage` when there is none.
 
     ``url`` resolves a relative canonical link and is the fallback canonical URL; ``remove_selectors`` are
     the site's CSS selectors of blocks to delete; ``min_chars`` is the least number of non-space characters
-    an article body may have (fewer: ``too_short``); pages over ``max_bytes`` are refused unparsed.
+    an article body may have, ``brief_chars`` the least for a page with the shape of an article (a headline,
+    a date or source line under it, the body block after it): news briefs are short. Fewer: ``too_short``.
+    Pages over ``max_bytes`` are refused unparsed. ``boilerplate`` holds the block hashes of the site's
+    learned template (:class:`~newsdedup.extract.template.SiteTemplate`), deleted before anything is weighed.
 
     Arguments are validated up front (ValueError). After that, bad input of any kind (broken HTML, binary
     files, pages too large, pages without text) raises only :class:`SkipPage`.
     """
-    _validate(page, url, remove_selectors, min_chars, max_bytes)
+    _validate(page, url, remove_selectors, min_chars, brief_chars, max_bytes)
     try:
-        return _extract(page, url, tuple(remove_selectors), min_chars, max_bytes)
+        return _extract(page, url, tuple(remove_selectors), min_chars, brief_chars, max_bytes, boilerplate)
     except SkipPage:
         raise
     except ValueError as exc:
@@ -141,7 +178,10 @@ def extract_article(
         raise SkipPage("malformed", f"extraction failed: {type(exc).__name__}: {exc}"[:200]) from exc
 
 
-def _extract(page: str | bytes, url: str | None, selectors: tuple[str, ...], min_chars: int, max_bytes: int) -> Article:
+def _extract(
+    page: str | bytes, url: str | None, selectors: tuple[str, ...], min_chars: int, brief_chars: int, max_bytes: int,
+    boilerplate: AbstractSet[int],
+) -> Article:
     html = _decode_checked(page, max_bytes)
     root = _parse(html)
     body = root.find("body")
@@ -151,12 +191,25 @@ def _extract(page: str | bytes, url: str | None, selectors: tuple[str, ...], min
     page_text = visible_text(root)
     meta = extract_metadata(root, url, text=page_text)
     anchor_texts = _anchor_texts(root)
+    blocks = page_blocks(root)
+    lines = array("Q", sorted({h for _, text in blocks if (h := line_hash(text, meta.title)) is not None}))
+    headline = _headline(blocks, meta.title)
+    dated = headline is not None and _has_dateline(page_text, meta.title)
+    strip_boilerplate(root, boilerplate, meta.title)
     remove_boilerplate(root, selectors)
-    text = _main_text(root, url)
-    text = _tidy(text)
+    if headline is not None and not _attached(headline, root):
+        headline = None
+    node, anchored, leads = _main_node(root, headline)
+    text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
-    if _non_space_length(text) < min_chars:
+    length = _non_space_length(text)
+    # A page with the shape of an article (headline, date or source line, the body right after the
+    # headline) is an article however short: news briefs (快讯) run 40-150 characters.
+    article_shaped = anchored and dated
+    if length < (brief_chars if article_shaped else min_chars):
+        if article_shaped:
+            raise SkipPage("too_short", f"article text shorter than {brief_chars} characters")
         _raise_no_text(root, f"article text shorter than {min_chars} characters", anchors=anchor_texts)
     return Article(
         title=meta.title,
@@ -165,6 +218,7 @@ def _extract(page: str | bytes, url: str | None, selectors: tuple[str, ...], min
         author=meta.author,
         source=meta.source,
         canonical_url=meta.canonical_url,
+        block_hashes=lines,
     )
 
 
@@ -247,20 +301,136 @@ def _is_video(root: HtmlElement) -> bool:
     return next(root.iter("video"), None) is not None
 
 
-def _main_node(root: HtmlElement) -> HtmlElement | None:
-    """The element whose prose outweighs the rest of what it holds; None when that is the whole body."""
+def _headline(blocks: Sequence[tuple[HtmlElement, str]], title: str | None) -> HtmlElement | None:
+    """The block that shows the page's title (an ``<h1>`` first, a block outside links next, first in order)."""
+    target = normalize_heading(title or "")
+    if len(target) < 4:
+        return None
+    best, best_rank = None, 9
+    for el, text in blocks:
+        norm = normalize_heading(text)
+        # The same headline with a word more or less ("图文：", a column name) still names the page.
+        if not norm or not (norm == target or (norm in target or target in norm) and
+                            min(len(norm), len(target)) >= 0.8 * max(len(norm), len(target))):
+            continue
+        rank = (0 if el.tag == "h1" else 1 if el.tag in _HEADING_TAGS else 2) + (
+            3 if el.tag == "a" or next(el.iter("a"), None) is not None or next(el.iterancestors("a"), None) is not None
+            else 0
+        )
+        if rank < best_rank:
+            best, best_rank = el, rank
+    return best
+
+
+def _has_dateline(page_text: str, title: str | None) -> bool:
+    """A date or a source/author label right under the headline in the page's visible text."""
+    norm_title = (title or "").strip()
+    position = page_text.find(norm_title[:12]) if norm_title else -1
+    if position < 0:
+        return False
+    window = page_text[position + len(norm_title[:12]) : position + _DATELINE_WINDOW]
+    return bool(find_datetimes(window) or _SOURCE_LABEL.search(window))
+
+
+def _attached(el: HtmlElement, root: HtmlElement) -> bool:
+    return el is root or any(ancestor is root for ancestor in el.iterancestors())
+
+
+def _score(s: TextStats) -> float:
+    return s.article_prose - _NON_PROSE_PENALTY * (s.text - s.article_prose)
+
+
+def _main_node(
+    root: HtmlElement, headline: HtmlElement | None
+) -> tuple[HtmlElement | None, bool, list[HtmlElement]]:
+    """The article element (None: the whole body), whether it is the block that follows the headline, and
+    the lead sentences standing alone between the headline and it (a 摘要 box).
+
+    Anchored on the headline: the body is the first block of article prose after it, grown to the ancestor
+    that holds the rest of the article (:func:`_grow`), not the heaviest block anywhere (a hot list or a card
+    stream beside a short article can outweigh it). The heaviest block (prose minus half the other text) takes
+    over only when what it adds is paragraphs, not headline-length runs, and outweighs the anchored block
+    :data:`_OUTWEIGH` times (a notice box above a long article), or when there is no headline.
+    """
     stats = measure(root)
     best, best_score = None, 0.0
     for el, s in stats.items():
         if el.tag in ("html", "head") or s.article_prose == 0:
             continue
-        # Summary lines under headlines are prose but not the article's: they count as other text.
-        score = s.article_prose - _NON_PROSE_PENALTY * (s.text - s.article_prose)
-        if score > best_score:
-            best, best_score = el, score
-    if best is None or best.tag == "body":
-        return None
-    return best
+        if _score(s) > best_score:
+            best, best_score = el, _score(s)
+    anchored, leads = _anchored_node(root, headline, stats) if headline is not None else (None, [])
+    if anchored is not None and best is not None and best is not anchored:
+        a, g = stats[anchored], stats[best]
+        inside = any(ancestor is best for ancestor in anchored.iterancestors())
+        if not any(ancestor is anchored for ancestor in best.iterancestors()):  # best is not within anchored
+            extra = g.article_prose - (a.article_prose if inside else 0)
+            extra_long = min(g.long_prose, g.article_prose) - (min(a.long_prose, a.article_prose) if inside else 0)
+            if extra > _OUTWEIGH * a.article_prose and extra_long >= 0.5 * extra:
+                anchored = None
+    node, is_anchored = (anchored, True) if anchored is not None else (best, False)
+    leads = leads if is_anchored else []
+    # A page whose best block is shorter than a brief and not even one sentence (a date, a credit line: the
+    # page is lyrics or a poem in short unpunctuated lines) gives the locator nothing to go by: read it whole.
+    if node is None or node.tag == "body" or (
+        stats[node].article_prose < _MIN_ANCHORED_PROSE and not _FULL_STOP.search(node.text_content())
+    ):
+        return None, is_anchored, leads
+    if not is_anchored:
+        node = _grow(node, stats)
+    return (None if node.tag in ("body", "html") else node), is_anchored, leads
+
+
+def _anchored_node(
+    root: HtmlElement, headline: HtmlElement, stats: dict[HtmlElement, TextStats]
+) -> tuple[HtmlElement | None, list[HtmlElement]]:
+    """The first block after ``headline`` with article prose, grown, and the leads passed over on the way.
+
+    Blocks under :data:`_MIN_ANCHORED_PROSE` (a caption, a notice, a summary box) are passed over for the next
+    one; those that are a whole sentence or more (:func:`_is_lead`) are kept as the article's lead.
+    """
+    order = {el: n for n, el in enumerate(root.iter())}
+    skip_until = max(order[d] for d in headline.iter())
+    leads = []
+    for el in root.iter():
+        if order[el] <= skip_until or el not in stats:
+            continue
+        own = stats[el].article_prose - sum(stats[c].article_prose for c in el if c in stats)
+        if own <= 0:
+            continue
+        node = _grow(el, stats)
+        if stats[node].article_prose >= _MIN_ANCHORED_PROSE:
+            return node, leads
+        if _is_lead(node, stats[node]):
+            leads.append(node)
+        skip_until = max(order[d] for d in node.iter())
+    return None, []
+
+
+def _is_lead(node: HtmlElement, s: TextStats) -> bool:
+    """A block of one or more whole sentences without links: a summary box above the body, not a caption."""
+    text = node.text_content().strip()
+    return s.link == 0 and s.article_prose >= _MIN_LEAD and bool(text) and text[-1] in "。！？!?”」"
+
+
+def _grow(node: HtmlElement, stats: dict[HtmlElement, TextStats]) -> HtmlElement:
+    """Climb from ``node`` while each parent adds article text (a lead paragraph, the rest of the body) or
+    little else (a headline, a date line); stop at a parent that adds mostly links or other non-prose (a
+    sidebar, a hot list). Of the elements passed, the one scoring best (:func:`_score`)."""
+    best, best_score = node, _score(stats[node])
+    while True:
+        parent = node.getparent()
+        if parent is None or parent.tag == "html" or parent not in stats:
+            return best
+        p, c = stats[parent], stats[node]
+        added = p.text - c.text
+        prose = p.article_prose - c.article_prose
+        other = added - prose
+        if other > _SMALL_ADDITION and (prose < _NON_PROSE_PENALTY * other or p.link - c.link > 0.5 * added):
+            return best
+        node = parent
+        if _score(p) > best_score:
+            best, best_score = node, _score(p)
 
 
 def _subdocument(node: HtmlElement) -> HtmlElement:
@@ -269,6 +439,17 @@ def _subdocument(node: HtmlElement) -> HtmlElement:
     part.tail = None
     if part.tag in ("td", "th", "tr", "tbody", "thead", "tfoot", "li", "dd"):
         part.tag = "div"  # a lone table cell is not a table; trafilatura would drop or mangle it
+    # A table with a cell of running text is page layout (old portals set whole articles in one), not data:
+    # as a table trafilatura would print the article as one "| ... |" row.
+    for table in list(part.iter("table")):
+        cells = list(table.iter("td", "th"))
+        if any(_non_space_length(cell.text_content()) > _LAYOUT_CELL for cell in cells):
+            for el in [table, *table.iter("tbody", "thead", "tfoot", "tr", "td", "th")]:
+                el.tag = "div"
+    # Links inside a paragraph are words of its sentence; trafilatura's text output put each on a line of its
+    # own ("决定韩正、\n孙春兰\n、\n胡春华"), so a paragraph keeps their text without the links.
+    for paragraph in part.iter("p"):
+        etree.strip_tags(paragraph, "a")
     doc.find("body").append(part)
     return doc
 
@@ -288,29 +469,83 @@ def _trafilatura(tree: HtmlElement, url: str | None) -> str:
     return text or ""
 
 
-def _main_text(root: HtmlElement, url: str | None) -> str:
-    node = _main_node(root)
+def _read(
+    root: HtmlElement, node: HtmlElement | None, url: str | None, known: AbstractSet, title: str | None,
+    leads: Sequence[HtmlElement] = (),
+) -> str:
+    """The tidy text of ``node`` (None: the page), checked against a whole-page reading when it is small.
+
+    A located block under half of what trafilatura reads from the whole (cleaned) page may be one paragraph
+    of an article spread over sibling blocks, or the page may be right to hold more. The whole-page reading
+    wins when its extra article text outweighs the block: prose lines that are no link text of the page,
+    no summary under one (a card) and no block of the site's template (``known`` holds both). Extra lines that
+    are menus, player controls, forms, template placeholders or headline lists leave the block as it is.
+    It also wins when the block's text is all byline (an article in short unpunctuated lines has hardly
+    any prose to be located by).
+    """
     if node is None:
-        return _trafilatura(root, url)
-    part = _trafilatura(_subdocument(node), url)
-    # Whole-page extraction costs twice the part's; skip it when the part already holds half of all the
-    # page's visible text, since then it cannot fall below half of what the whole page would give
-    # (checked on the shared pages: the verdict is the same wherever this shortcut applies).
-    if _non_space_length(part) >= _MIN_PART_SHARE * _visible_text_length(root):
+        return _tidy(_in_page_order(_trafilatura(root, url), root), title)
+    raw = _in_page_order(_trafilatura(_subdocument(node), url), node)
+    lead = [_SPACE.sub(" ", el.text_content()).strip() for el in leads]
+    part = _tidy("\n".join([*lead, raw]), title)
+    # The whole-page run costs as much again: skip it when the part holds half the page's visible text,
+    # since it can then not be under half of what the whole page gives.
+    if _non_space_length(raw) >= _MIN_PART_SHARE * _visible_text_length(root):
         return part
-    whole = _trafilatura(root, url)
-    if len(part) >= _MIN_PART_SHARE * len(whole):
+    whole = _tidy(_in_page_order(_trafilatura(root, url), root), title)
+    if _non_space_length(part) >= _MIN_PART_SHARE * _non_space_length(whole):
         return part
-    return whole
-
-
-def _non_space_length(text: str) -> int:
-    return sum(len(piece) for piece in text.split())
+    if not part:
+        return whole
+    have = {normalize_heading(line) for line in part.splitlines()}
+    article = 0
+    after_link = False
+    for line in whole.splitlines():
+        norm = normalize_heading(line)
+        linked = norm in known
+        # A prose line right under a link is a card's summary (a teaser), not article text.
+        if norm not in have and not linked and not after_link and _is_prose_line(line):
+            article += len(norm) if line_hash(line, title) not in known else 0
+        after_link = linked
+    return whole if article > len(normalize_heading(part)) else part
 
 
 def _visible_text_length(root: HtmlElement) -> int:
     """Characters of text a reader could see on the page, whitespace left out."""
     return sum(_non_space_length(piece) for piece in root.xpath(_VISIBLE_TEXT))
+
+
+def _in_page_order(text: str, part: HtmlElement) -> str:
+    """``text``'s lines in the order the page shows them.
+
+    trafilatura picks its own main block inside the part it is given and appends what it recovers around it
+    afterwards, so a lead paragraph above the body block came out last. A line is looked for after the line
+    before it first (repeated lines take successive occurrences); a line of :data:`_MIN_MOVED` characters or
+    more found only earlier in the page moves back there; anything else stays where it is.
+    """
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return text
+    page = _SPACE.sub("", "".join(part.itertext()))
+    placed: list[tuple[float, int, str]] = []
+    cursor, position = 0, -1.0
+    for n, line in enumerate(lines):
+        key = _SPACE.sub("", line)
+        found = page.find(key, cursor) if key else -1
+        if found < 0 and len(key) >= _MIN_MOVED:
+            found = page.find(key)
+        if found >= 0:
+            position = float(found)
+            cursor = max(cursor, found + len(key))
+        else:
+            position += 0.001
+        placed.append((position, n, line))
+    placed.sort()
+    return "\n".join(line for _, _, line in placed)
+
+
+def _non_space_length(text: str) -> int:
+    return sum(len(piece) for piece in text.split())
 
 
 def _is_prose_line(line: str) -> bool:
@@ -320,10 +555,29 @@ def _is_prose_line(line: str) -> bool:
 def _is_byline(line: str, *, dates: bool = False) -> bool:
     if len(line) > _MAX_BYLINE_LINE:
         return False
-    return bool(_BYLINE_LINE.match(line) or (dates and _DATE_ONLY_LINE.match(line)))
+    if _BYLINE_LINE.match(line) or (dates and _DATE_ONLY_LINE.match(line)):
+        return True
+    # "2018-06-14 09:21 来源：华尔街见闻 作者：某某": a date with labels and no sentence is the dateline.
+    return dates and bool(_DATELINE_LABEL.search(line) and find_datetimes(line) and not _SENTENCE_END.search(line))
 
 
-def _tidy(text: str) -> str:
+def _strip_trailing_bylines(line: str) -> str:
+    head, tail = line[:-_BYLINE_TAIL], line[-_BYLINE_TAIL:]
+    while True:
+        stripped = _TRAILING_BYLINE.sub("", tail.rstrip(), count=1)
+        if stripped == tail.rstrip():
+            return (head + stripped).rstrip()
+        tail = stripped
+
+
+def _is_title(line: str, title: str) -> bool:
+    """The line is the headline, or the headline with a word less (a line that adds words, "摘要：" and a
+    full stop, is a summary sentence and stays)."""
+    norm = normalize_heading(line)
+    return bool(norm) and norm in title and len(norm) >= 0.8 * len(title)
+
+
+def _tidy(text: str, title: str | None = None) -> str:
     lines = [re.sub(r"[ \t\u3000\xa0]+", " ", line).strip() for line in text.splitlines()]
     lines = [line for line in lines if line and line.strip("| ")]
     # A related-reading heading that escaped the tree cleaning: cut it and the headline list under it.
@@ -338,13 +592,16 @@ def _tidy(text: str) -> str:
         skipping = False
         kept.append(line)
     lines = kept
-    # A date alone on the first line is the dateline; on the last line it is a notice's signature date.
-    while lines and _is_byline(lines[0], dates=True):
+    # The headline is not the body: many templates put it inside the body element, and a reprint under
+    # another template must still be the same text. Datelines under it go too.
+    norm_title = normalize_heading(title or "")
+    while lines and ((len(norm_title) >= 4 and _is_title(lines[0], norm_title)) or _is_byline(lines[0], dates=True)):
         lines.pop(0)
+    # On the last line a date alone is a notice's signature date: it stays.
     while lines and _is_byline(lines[-1]):
         lines.pop()
     if lines:
-        lines[-1] = _TRAILING_BYLINE.sub("", lines[-1]).rstrip()
+        lines[-1] = _strip_trailing_bylines(lines[-1])
         if not lines[-1]:
             lines.pop()
     return "\n".join(lines)

@@ -222,17 +222,18 @@ def _json_ld(root: HtmlElement) -> list[dict]:
     return found
 
 
-def _h1_texts(root: HtmlElement) -> list[str]:
-    return [t for t in (_norm_space(h.text_content()) for h in root.iter("h1")) if 4 <= len(t) <= 120]
+def _h1_texts(root: HtmlElement, *, shortest: int = 4) -> list[str]:
+    return [t for t in (_norm_space(h.text_content()) for h in root.iter("h1")) if shortest <= len(t) <= 120]
 
 
 def _find_title(root: HtmlElement, meta: dict[str, str], ld: list[dict]) -> str | None:
     title_el = root.find(".//title")
     html_title = _norm_space(title_el.text_content()) if title_el is not None else ""
     h1s = _h1_texts(root)
-    # An h1 that the <title> starts with (or contains) is the headline without the site suffix.
-    for h1 in h1s:
-        if html_title and h1 in html_title:
+    # An h1 that the <title> starts with (or contains) is the headline without the site suffix; a short one
+    # ("金锺国") only when the title starts with it.
+    for h1 in _h1_texts(root, shortest=2):
+        if html_title and (h1 in html_title if len(h1) >= 4 else html_title.startswith(h1)):
             return h1
     for key in ("og:title", "twitter:title"):
         if meta.get(key):

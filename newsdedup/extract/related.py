@@ -110,6 +110,8 @@ _MIN_HEADLINE_CHARS = 6
 _MAX_SUMMARY_CHARS = 150
 # At most this much other text (a date, a source) lies between a headline and its summary.
 _MAX_SUMMARY_GAP = 24
+# A prose run this long is a paragraph; headlines, captions and list items are shorter.
+_LONG_RUN = 50
 
 
 # Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and a
@@ -147,6 +149,7 @@ class TextStats:
     prose: int = 0  # of which in sentence-like runs outside links
     links: int = 0  # number of <a> elements
     summary: int = 0  # of the prose, runs that directly follow a headline-length link
+    long_prose: int = 0  # of the prose, runs of at least _LONG_RUN characters: paragraphs, not headlines
 
     @property
     def article_prose(self) -> int:
@@ -231,7 +234,10 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
             if linked:
                 s.link += n
             else:
-                s.prose += _prose(piece)
+                prose = _prose(piece)
+                s.prose += prose
+                if prose >= _LONG_RUN:
+                    s.long_prose += prose
         if el.tag == "a":
             s.links += 1
         s.summary = summary.get(el, 0)
@@ -243,6 +249,7 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
                 s.prose += cs.prose
                 s.links += cs.links
                 s.summary += cs.summary
+                s.long_prose += cs.long_prose
         stats[el] = s
     return stats
 

@@ -1,0 +1,306 @@
+"""A site's page template, learned from its own pages: text that recurs across them is boilerplate.
+
+A one-page extractor guesses which block is the article from that page alone. A crawler sees many pages of
+the same site, and there the template gives itself away: navigation, hot lists, footers, editor lines and
+disclaimers come back on page after page, while the article text differs from page to page. So:
+
+- :func:`page_blocks` cuts a parsed page into text blocks (the text each block-level element holds outside
+  nested blocks: a paragraph, a list item, a table cell) and :func:`line_hash` names each by a hash of its
+  letters and digits;
+- :class:`SiteTemplate` counts, over a window of the site's recent pages with distinct titles, on how many
+  pages each block recurs. A block on :data:`MIN_PAGES` or more of them is boilerplate (:meth:`~SiteTemplate.boilerplate`);
+- :func:`strip_boilerplate` deletes the largest elements whose text is boilerplate, before the one-page rules
+  run, so a hot list that outweighs a short article is gone before anyone weighs it;
+- :meth:`SiteTemplate.failure` catches a *template failure*: a body made mostly of text that other pages of
+  the site (other titles, other URLs) also carry. Such a body is not the page's article; the crawl re-extracts
+  the page without that text (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated
+  stories into one cluster.
+
+The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site's state between runs.
+
+>>> import lxml.html
+>>> def page(headline, story):
+...     return lxml.html.document_fromstring(
+...         f"<html><body><h1>{headline}</h1><div class='txt'><p>{story}</p></div>"
+...         "<ul class='hot'><li>热门一：城东新区规划公布</li><li>热门二：地铁五号线开通</li></ul></body></html>")
+>>> site = SiteTemplate()
+>>> for n in range(3):
+...     _ = site.learn(f"标题{n}", page_lines(page(f"标题{n}", f"第{n}篇正文，内容各不相同。")))
+>>> tree = page("标题9", "第九篇正文，内容也不同。")
+>>> strip_boilerplate(tree, site.boilerplate(), "标题9")
+1
+>>> tree.text_content()
+'标题9第九篇正文，内容也不同。'
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import struct
+from array import array
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from lxml.html import HtmlElement
+
+from newsdedup.extract.related import normalize_heading
+from newsdedup.text.hashing import hash64
+
+__all__ = [
+    "MIN_PAGES",
+    "SiteTemplate",
+    "TemplateFailure",
+    "line_hash",
+    "page_blocks",
+    "page_lines",
+    "strip_boilerplate",
+]
+
+#: A block recurring on this many of a site's pages (distinct titles) is template. Two pages can share a
+#: paragraph honestly (a follow-up quoting its predecessor, one story under two headlines); three unrelated
+#: pages sharing it is the template speaking.
+MIN_PAGES = 3
+#: Pages remembered per site: enough to see a daily hot list recur, bounded so the state stays small
+#: (about 3 KB a page).
+WINDOW = 100
+#: An element goes when at most this share of its text is new to the site and none of that is prose: a hot
+#: list with one fresh headline is still the hot list.
+_MAX_NEW_SHARE = 0.1
+#: A body with at least this share of its characters in lines other pages of the site carry is a template
+#: failure ("mostly", so an article that quotes one shared notice is not one).
+FAILURE_SHARE = 0.5
+#: Recent template failures kept per site with their reasons.
+_FAILURES_KEPT = 50
+
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote body center dd details dialog div dl dt fieldset figcaption figure footer "
+    "form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p pre section table tbody td tfoot th thead tr ul".split()
+)
+_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title"})
+_SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
+_MIN_PROSE = 10  # a text run this long with sentence punctuation is prose (as in related.py)
+_MAGIC = b"NDT1"
+
+
+def line_hash(text: str, title: str | None = None) -> int | None:
+    """The hash naming a block of text by its letters and digits; None for text without any.
+
+    The page's own ``title`` inside a longer block is left out: template text that quotes the headline
+    ("想了解更多关于《标题》的报道", a breadcrumb ending in it) recurs on every page all the same.
+
+    >>> line_hash("【相关阅读】") == line_hash("相关 阅读")
+    True
+    >>> line_hash("分享《甲地下雨》到微博", "甲地下雨") == line_hash("分享《乙地放晴》到微博", "乙地放晴")
+    True
+    """
+    norm = normalize_heading(text)
+    if not norm:
+        return None
+    headline = normalize_heading(title or "")
+    if len(headline) >= 4 and headline != norm:
+        norm = norm.replace(headline, "\x00")
+    return hash64(norm)
+
+
+def page_blocks(root: HtmlElement) -> list[tuple[HtmlElement, str]]:
+    """Every block-level element holding text of its own, in document order, with that text.
+
+    A block's own text is what it holds outside nested blocks: ``<p>a<b>b</b><div>c</div>d</p>`` gives
+    ``(p, "abd")`` and ``(div, "c")``. Scripts, styles and the head hold none.
+    """
+    owner: dict[HtmlElement, HtmlElement | None] = {}
+    pieces: dict[HtmlElement, list[str]] = {}
+    for el in root.iter():
+        parent = el.getparent()
+        outer = owner.get(parent, root) if parent is not None else root
+        if not isinstance(el.tag, str) or el.tag in _SKIP_TAGS:
+            owner[el] = None
+        else:
+            own = (el if el.tag in _BLOCK_TAGS else outer) if outer is not None else None
+            owner[el] = own
+            if own is not None and el.text:
+                pieces.setdefault(own, []).append(el.text)
+        if el.tail and parent is not None and outer is not None:
+            pieces.setdefault(outer, []).append(el.tail)
+    return [(el, "".join(parts)) for el, parts in pieces.items()]
+
+
+def page_lines(root: HtmlElement, title: str | None = None) -> array:
+    """The distinct block hashes of a page titled ``title`` (what :meth:`SiteTemplate.learn` counts)."""
+    return array("Q", sorted({h for _, text in page_blocks(root) if (h := line_hash(text, title)) is not None}))
+
+
+def strip_boilerplate(root: HtmlElement, boilerplate: AbstractSet[int], title: str | None = None) -> int:
+    """Delete the largest elements whose text is the site's template; return how many were deleted.
+
+    An element goes when at most :data:`_MAX_NEW_SHARE` of its text is new to the site and none of the new
+    text is prose, so a container holding the article (new prose) always stays. Template prose that stands
+    among the article's own paragraphs stays too: a series of articles shares an introduction, a column its
+    standing note, and those are the article's text however often the site repeats them.
+    """
+    if not boilerplate:
+        return 0
+    total: dict[HtmlElement, int] = collections.defaultdict(int)
+    new: dict[HtmlElement, int] = collections.defaultdict(int)
+    new_prose: dict[HtmlElement, int] = collections.defaultdict(int)
+    known_prose: dict[HtmlElement, int] = collections.defaultdict(int)
+    paragraphs: set[HtmlElement] = set()  # blocks whose own text is new prose
+    for el, text in page_blocks(root):
+        norm = normalize_heading(text)
+        if not norm:
+            continue
+        known = line_hash(text, title) in boilerplate
+        prose = len(text.strip()) >= _MIN_PROSE and bool(_SENTENCE_PUNCT.search(text))
+        if prose and not known:
+            paragraphs.add(el)
+        for node in (el, *el.iterancestors()):  # charged to the block and every ancestor
+            total[node] += len(norm)
+            if not known:
+                new[node] += len(norm)
+                new_prose[node] += len(norm) if prose else 0
+            elif prose:
+                known_prose[node] += len(norm)
+    doomed: list[HtmlElement] = []
+    done: set[HtmlElement] = set()  # deleted or kept whole
+    for el in root.iter():
+        if el.getparent() in done:
+            done.add(el)
+        elif el.tag not in ("html", "body") and el in total and not new_prose[el] and new[el] <= _MAX_NEW_SHARE * total[el]:
+            done.add(el)
+            if not (known_prose[el] and any(s in paragraphs for s in (*el.itersiblings(), *el.itersiblings(preceding=True)))):
+                doomed.append(el)
+    for el in doomed:
+        el.drop_tree()
+    return len(doomed)
+
+
+@dataclass(frozen=True)
+class TemplateFailure:
+    """Why a page's body was taken for template text."""
+
+    share: float  # of the body's characters, in lines other pages of the site carry
+    pages: int  # the most other pages any of those lines appears on
+
+    @property
+    def reason(self) -> str:
+        return f"{self.share:.0%} of the body recurs on other pages of the site (up to {self.pages} of them)"
+
+
+class SiteTemplate:
+    """What recurs across one site's recent pages (see the module doc)."""
+
+    def __init__(self, *, window: int = WINDOW, min_pages: int = MIN_PAGES) -> None:
+        if window < 1 or min_pages < 2:
+            raise ValueError(f"window must be >= 1 and min_pages >= 2, got {window} and {min_pages}")
+        self.window = window
+        self.min_pages = min_pages
+        self._pages: collections.deque[tuple[int, array]] = collections.deque()
+        self._titles: set[int] = set()
+        self._count: collections.Counter[int] = collections.Counter()
+        self._known: set[int] = set()
+        self.failures: collections.deque[dict] = collections.deque(maxlen=_FAILURES_KEPT)
+
+    @property
+    def pages(self) -> int:
+        """Pages (distinct titles) the template has seen, at most ``window``."""
+        return len(self._pages)
+
+    def learn(self, title: str | None, lines: Iterable[int]) -> bool:
+        """Count one page's block hashes; False when a page of the same title is already counted.
+
+        Pages of one title (a story's second page, a URL variant) share their text honestly: they count once.
+        """
+        key = line_hash(title or "") or 0
+        if key in self._titles:
+            return False
+        lines = array("Q", sorted(set(lines)))
+        self._pages.append((key, lines))
+        self._titles.add(key)
+        self._add(lines, +1)
+        if len(self._pages) > self.window:
+            old_key, old_lines = self._pages.popleft()
+            self._titles.discard(old_key)
+            self._add(old_lines, -1)
+        return True
+
+    def _add(self, lines: Iterable[int], step: int) -> None:
+        count, known = self._count, self._known
+        for h in lines:
+            n = count[h] + step
+            if n <= 0:
+                del count[h]
+            else:
+                count[h] = n
+            if n >= self.min_pages:
+                known.add(h)
+            else:
+                known.discard(h)
+
+    def boilerplate(self) -> frozenset[int]:
+        """Block hashes on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
+        return frozenset(self._known)
+
+    def retry_boilerplate(self) -> frozenset[int]:
+        """Every block hash other pages of the site carry: the stricter template a template failure is retried with."""
+        return frozenset(self._count)
+
+    def failure(self, title: str | None, text: str) -> TemplateFailure | None:
+        """A :class:`TemplateFailure` when most of ``text`` is lines that other pages of the site carry.
+
+        Call it before :meth:`learn` for the same page. A page whose title the template has already seen is
+        never one: pages of one story share their text.
+        """
+        if (line_hash(title or "") or 0) in self._titles:
+            return None
+        total = shared = most = 0
+        for line in text.splitlines():
+            norm = normalize_heading(line)
+            total += len(norm)
+            n = self._count.get(line_hash(line, title), 0) if norm else 0
+            if n:
+                shared += len(norm)
+                most = max(most, n)
+        if total == 0 or shared < FAILURE_SHARE * total:
+            return None
+        return TemplateFailure(shared / total, most)
+
+    def record_failure(self, url: str, title: str | None, failure: TemplateFailure, outcome: str) -> None:
+        """Keep a template failure with its reason (the newest :data:`_FAILURES_KEPT` per site)."""
+        self.failures.append({"url": url, "title": title, "reason": failure.reason, "outcome": outcome})
+
+    # -- persistence --------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """The template as bytes: pages oldest first, then the recorded failures as JSON."""
+        parts = [_MAGIC, struct.pack("<III", self.window, self.min_pages, len(self._pages))]
+        for key, lines in self._pages:
+            parts += [struct.pack("<QI", key, len(lines)), lines.tobytes()]
+        parts.append(json.dumps(list(self.failures), ensure_ascii=False).encode("utf-8"))
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SiteTemplate:
+        """A template saved by :meth:`to_bytes`; ValueError when ``data`` is not one."""
+        if not data.startswith(_MAGIC):
+            raise ValueError("not a saved site template (bad magic)")
+        try:
+            window, min_pages, count = struct.unpack_from("<III", data, 4)
+            template = cls(window=window, min_pages=min_pages)
+            offset = 16
+            for _ in range(count):
+                key, n = struct.unpack_from("<QI", data, offset)
+                offset += 12
+                lines = array("Q")
+                lines.frombytes(data[offset : offset + 8 * n])
+                if len(lines) != n:
+                    raise ValueError("truncated")
+                offset += 8 * n
+                template._pages.append((key, lines))
+                template._titles.add(key)
+                template._add(lines, +1)
+            template.failures.extend(json.loads(data[offset:].decode("utf-8") or "[]"))
+        except (struct.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"damaged site template: {exc}") from exc
+        return template
