@@ -13,6 +13,7 @@ import concurrent.futures
 import multiprocessing
 import os
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
@@ -24,6 +25,7 @@ class ExtractOptions:
     """Picklable extraction settings handed to workers with each page."""
 
     min_chars: int = 150
+    brief_chars: int = 40
     max_bytes: int = 5_000_000
 
 
@@ -58,8 +60,9 @@ def analyse_page(
     declared_encoding: str | None,
     remove_selectors: Sequence[str],
     options: ExtractOptions,
+    boilerplate: AbstractSet[int] = frozenset(),
 ) -> PageAnalysis | PageSkipped:
-    """Extract the article of one page and compute its dedup features."""
+    """Extract the article of one page (``boilerplate``: its site's learned template) and compute its dedup features."""
     if _worker_extractor is None:
         raise RuntimeError("analyse_page runs in a process set up by init_worker(config)")
     try:
@@ -68,7 +71,9 @@ def analyse_page(
             url,
             remove_selectors=remove_selectors,
             min_chars=options.min_chars,
+            brief_chars=options.brief_chars,
             max_bytes=options.max_bytes,
+            boilerplate=boilerplate,
         )
     except SkipPage as skip:
         return PageSkipped(skip.reason, str(skip))

@@ -53,6 +53,8 @@ NEWSDEDUP_STORAGE_URI = "sqlite:///newsdedup.sqlite"
 NEWSDEDUP_STORAGE_BATCH_SIZE = 100
 NEWSDEDUP_WORKERS = None  # processes for extraction and fingerprinting; None = one per core, 0 = inline
 NEWSDEDUP_EXTRACT_MIN_CHARS = 150
+NEWSDEDUP_EXTRACT_BRIEF_CHARS = 40  # article-shaped pages (headline, date/source line, body) keep bodies this short
+NEWSDEDUP_EXTRACT_SITE_TEMPLATES = True  # learn each site's template from its pages, kept in the store
 NEWSDEDUP_EXTRACT_MAX_BYTES = 5_000_000
 NEWSDEDUP_URLFILTER_ERROR_RATE = 1e-7
 NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3

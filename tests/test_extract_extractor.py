@@ -167,3 +167,121 @@ def test_runs_in_a_process_pool():
         article = pool.submit(extract_article, _page("article_related.html"), URL).result()
     assert isinstance(article, Article)
     assert article.source == "新华社"
+
+
+# ---------------------------------------------------------------------------- one article, many templates
+STORY = (
+    "今天上午，城西老桥结束为期三个月的加固施工，恢复双向通行，交通部门提醒过往车辆限速四十公里。",
+    "施工期间，工人们更换了全部桥面铺装，加装了防撞护栏和排水管道，前后共投入资金一千二百万元。",
+    "附近居民说，老桥恢复通行后，去菜场和学校都不用再绕行两公里了，早上送孩子上学方便了很多。",
+)
+HEADLINE = "城西老桥今起恢复通行"
+
+
+def _template_a(paragraphs: str) -> str:
+    """The headline inside the body element, a dateline, a hot list of links beside it."""
+    links = "".join(f'<li><a href="/n/{n}.html">第{n}条热门新闻的标题在这里</a></li>' for n in range(12))
+    return (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='article'><h1>{HEADLINE}</h1><p class='info'>2024-05-06 08:30 来源：青山日报</p>{paragraphs}</div>"
+            f"<ul class='hot'>{links}</ul></body></html>")
+
+
+def _template_b(paragraphs: str) -> str:
+    """Another portal: the headline above the body in a table layout, related reading under it."""
+    return (f"<html><head><meta property='og:title' content='{HEADLINE}'><title>{HEADLINE} - 河谷新闻</title></head>"
+            f"<body><table><tr><td><h2>{HEADLINE}</h2><div>发布时间：2024年5月6日 来源：河谷晚报</div></td></tr>"
+            f"<tr><td class='txt'>{paragraphs}</td></tr></table><div class='xgyd'><h3>相关阅读</h3>"
+            "<ul><li><a href='/1'>河谷大桥完成年度检修</a></li><li><a href='/2'>城区新增三条公交专用道</a></li></ul></div>"
+            "</body></html>")
+
+
+@pytest.mark.parametrize("body", ["p", "br"])
+def test_the_same_body_under_two_templates_is_an_exact_repeat(body):
+    from newsdedup.dedup.features import FeatureConfig, FeatureExtractor
+
+    paragraphs = "".join(f"<p>{p}</p>" for p in STORY) if body == "p" else "<br>".join(STORY)
+    a, b = extract_article(_template_a(paragraphs)), extract_article(_template_b(paragraphs))
+    assert a.title == b.title == HEADLINE
+    assert a.text == b.text == "\n".join(STORY)  # no headline, no dateline, every paragraph, in order
+    features = FeatureExtractor(FeatureConfig())
+    assert features.fingerprint(a.text) == features.fingerprint(b.text)
+
+
+def test_a_lead_outside_the_body_block_stays_first_and_repeated_lines_stay():
+    prices = "<p>白菜 每斤1.2元</p>" * 3
+    page = _template_a(f"<div class='lead'><p>{STORY[0]}</p></div><div class='content'><p>{STORY[1]}</p>{prices}"
+                       f"<p>{STORY[2]}</p></div>")
+    assert extract_article(page).text.splitlines() == [STORY[0], STORY[1], *["白菜 每斤1.2元"] * 3, STORY[2]]
+
+
+def test_a_small_body_block_is_not_replaced_by_the_page_around_it():
+    # A one-sentence 快讯 on a page full of menus, counters and template placeholders: the located block
+    # stays the body instead of a whole-page reading that drags all of that in.
+    junk = "".join(f"<div>{w}</div>" for w in ("关注我们", "微博", "{AddTime}", "评论", "图集", "打印", "纠错", "加载更多"))
+    page = (f"<html><head><title>{HEADLINE}</title></head><body><div class='top'>{junk}</div>"
+            f"<h1>{HEADLINE}</h1><div>2024-05-06 08:30 来源：青山日报</div><div class='c'><p>{STORY[0]}</p></div>"
+            f"<div class='bottom'>{junk}<p>视频播放器加载中，请稍候</p></div></body></html>")
+    assert extract_article(page).text == STORY[0]
+
+
+def test_briefs_on_article_shaped_pages_are_kept_and_list_pages_are_not():
+    brief = _template_a(f"<p>{STORY[0]}</p>")
+    assert 40 <= len(STORY[0]) < 150 and extract_article(brief).text == STORY[0]
+    assert _skip_reason(brief, brief_chars=60) == "too_short"  # still an article: never a list page
+    # The same short text on a page without a headline and a dateline is no brief.
+    loose = f"<html><body><div>{''.join(f'<a href=/x/{n}>第{n}条新闻的标题写在这里</a>' for n in range(25))}</div><p>{STORY[0]}</p></body></html>"
+    assert _skip_reason(loose) == "list_page"
+    assert _skip_reason(_page("list_page.html"), brief_chars=0) == "list_page"
+
+
+# ---------------------------------------------------------------------------- regular expressions
+def _patterns():
+    """Every compiled regular expression of newsdedup.extract, with the module it lives in."""
+    import re
+    import newsdedup.extract as package
+    from importlib import import_module
+    from pkgutil import iter_modules
+
+    for info in iter_modules(package.__path__):
+        module = import_module(f"newsdedup.extract.{info.name}")
+        for name, value in vars(module).items():
+            for pattern in value if isinstance(value, tuple) else (value,):
+                if isinstance(pattern, re.Pattern):
+                    yield f"{info.name}.{name}", pattern
+
+
+def _adversarial_inputs(pattern) -> list[str]:
+    """Long repeats of the pattern's own words and characters, with and without an ending that lets it match."""
+    import re
+
+    source = pattern.pattern.decode("latin-1") if isinstance(pattern.pattern, bytes) else pattern.pattern
+    words = re.findall(r"[\u4e00-\u9fff]{2,}|[A-Za-z]{2,}", source)[:12] or ["新闻"]
+    inputs = []
+    for word in words:
+        for glue in ("：张", " ", "：", "2018-05-03 ", "（", "", "1"):
+            inputs.append((word + glue) * 2000)
+    inputs += ["　 \t" * 5000 + "x", "2018年5月3日 10:21:" * 1000, "（" * 5000, "张" * 10000 + "：", "a" * 10000 + "="]
+    if isinstance(pattern.pattern, bytes):
+        inputs = [("<meta " + text).encode("utf-8") for text in inputs]
+    return inputs
+
+
+def test_every_regular_expression_of_extraction_is_linear_on_adversarial_input():
+    import time
+
+    # Generous: a linear scan of these 20,000-character inputs takes milliseconds; a backtracking storm
+    # (the old trailing-byline expression on "责任编辑：张" repeated) runs for minutes.
+    budget = 5.0
+    patterns = list(_patterns())
+    assert len(patterns) >= 15
+    slow = {}
+    for name, pattern in patterns:
+        started = time.perf_counter()
+        for text in _adversarial_inputs(pattern):
+            pattern.search(text)
+            pattern.sub(type(text)(), text[-3000:])
+            for _ in pattern.finditer(text[:5000]):
+                pass
+        if time.perf_counter() - started > budget:
+            slow[name] = round(time.perf_counter() - started, 1)
+    assert not slow  # seconds each slow expression took

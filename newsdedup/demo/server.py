@@ -1,18 +1,17 @@
-"""A local HTTP server for the offline demo mini-portal (127.0.0.1 only).
+"""One local HTTP server (127.0.0.1 only) for everything newsdedup crawls offline.
 
-Four invented portals live under path prefixes of one server (``/dongfang/``, ``/nanling/``,
-``/xinghe/``, ``/qinghe/``); ``sites_toml()`` writes a site file (design.md §2) for them, so the
-real spider can crawl the demo exactly like a real portal::
+:class:`LoopbackServer` serves a mapping of URL paths to :class:`Response` objects from a daemon thread, counts
+the requests it receives per path, and writes site files (design.md §2) with :func:`site_entry`, so the real
+spider crawls it exactly like a portal. The demo mini-portal (:class:`DemoPortalServer`), the page-level
+benchmark and the crawl tests all run on it::
 
     with DemoPortalServer(day=1) as server:
         Path("demo-sites.toml").write_text(server.sites_toml(), encoding="utf-8")
         ...  # scrapy crawl portal -a sites=demo-sites.toml
         server.set_day(2)  # the list pages now link to new articles
 
-Responses look like a portal's: ``Content-Type`` with the portal's charset (GBK for one, none
-for another), ``Last-Modified`` (and ``304`` for a matching ``If-Modified-Since``), a
-``robots.txt`` that disallows ``/admin/`` and ``/qinghe/preview/``, ``404`` for anything else.
-``requests_served`` counts requests per path so tests can see what a crawler fetched.
+Responses look like a portal's: ``Content-Type`` with the page's charset (or none), ``Last-Modified`` when the
+page has one (and ``304`` for a matching ``If-Modified-Since``), ``404`` for anything not served.
 """
 
 from __future__ import annotations
@@ -20,22 +19,45 @@ from __future__ import annotations
 import collections
 import ipaddress
 import threading
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from newsdedup.demo.content import DAYS, Page, load_manifest, portals, render_site, robots_txt
+from newsdedup.demo.content import DAYS, load_manifest, portals, render_site, robots_txt
 
-__all__ = ["DemoPortalServer", "load_manifest"]
+__all__ = ["DemoPortalServer", "LoopbackServer", "Response", "load_manifest", "site_entry"]
 
 
-class DemoPortalServer:
-    """The demo mini-portal on a background thread; a context manager (start on enter)."""
+@dataclass(frozen=True)
+class Response:
+    """What the server sends for one path."""
 
-    def __init__(self, *, day: int = 1, host: str = "127.0.0.1", port: int = 0) -> None:
-        if day not in DAYS:
-            raise ValueError(f"day must be one of {DAYS}, got {day!r}")
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    last_modified: datetime | None = None
+
+
+_NOT_FOUND = Response(
+    '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>404 页面不存在</title></head>\n'
+    "<body><h1>404 Not Found</h1><p>抱歉，您访问的页面不存在或已被删除。</p></body></html>\n".encode("utf-8")
+)
+
+
+class LoopbackServer:
+    """Serves ``pages`` (a mapping of URL path to :class:`Response`, or a function of the path returning one
+    or None) on 127.0.0.1 from a daemon thread; a context manager (start on enter)."""
+
+    def __init__(
+        self,
+        pages: Mapping[str, Response] | Callable[[str], Response | None],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         try:
             loopback = ipaddress.ip_address(host).is_loopback
         except ValueError:
@@ -44,41 +66,39 @@ class DemoPortalServer:
             raise ValueError(f"host must be a loopback IP address such as '127.0.0.1', got {host!r}")
         if not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an int in 0..65535 (0 = any free port), got {port!r}")
-        self._host, self._port, self._day = host, port, day
+        self._pages = pages.get if isinstance(pages, Mapping) else pages
+        self._host, self._port = host, port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._sites: dict[int, dict[str, Page]] = {}
         self._lock = threading.Lock()
         self.requests_served: collections.Counter[str] = collections.Counter()
         """Requests received per URL path (query dropped), robots.txt and 404s included."""
 
-    # ------------------------------------------------------------------ lifecycle
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` once started."""
         if self._httpd is None:
-            raise RuntimeError("the demo server is not running; call start() or use it as a context manager")
+            raise RuntimeError("the server is not running; call start() or use it as a context manager")
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    @property
-    def day(self) -> int:
-        return self._day
-
     def start(self) -> None:
-        """Bind the port, render the pages for the bound address and serve in a daemon thread."""
+        """Bind the port and serve in a daemon thread."""
         if self._httpd is not None:
-            raise RuntimeError("the demo server is already running")
+            raise RuntimeError("the server is already running")
         httpd = ThreadingHTTPServer((self._host, self._port), _Handler)
         httpd.daemon_threads = True
-        httpd.demo = self  # type: ignore[attr-defined]
+        httpd.loopback = self  # type: ignore[attr-defined]
         self._httpd = httpd
-        self._sites = {day: render_site(self.base_url, day) for day in DAYS}
+        self._started()
         # A short poll interval makes stop() quick (shutdown waits for the next poll).
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="newsdedup-demo-portal", daemon=True
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="newsdedup-loopback", daemon=True
         )
         self._thread.start()
+
+    def _started(self) -> None:
+        """Hook: the port is bound (``base_url`` works), nothing served yet."""
 
     def stop(self) -> None:
         """Stop serving and close the socket (safe to call twice)."""
@@ -91,54 +111,20 @@ class DemoPortalServer:
             self._thread.join()
             self._thread = None
 
-    def __enter__(self) -> DemoPortalServer:
+    def __enter__(self):
         self.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def set_day(self, day: int) -> None:
-        """Serve the content of ``day`` from now on (day 2 = day 1 plus new articles)."""
-        if day not in DAYS:
-            raise ValueError(f"day must be one of {DAYS}, got {day!r}")
-        with self._lock:
-            self._day = day
+    def response(self, path: str) -> Response | None:
+        """The response for ``path`` (None: 404)."""
+        return self._pages(path)
 
-    # ------------------------------------------------------------------ site file
-    def sites_toml(self) -> str:
-        """A site file (design.md §2) for the four demo portals at this server's address."""
-        base = self.base_url
-        escaped = _regex_escape_url(base)
-        blocks = [
-            "# Site file of the newsdedup demo mini-portal, written by DemoPortalServer.sites_toml().",
-            f"# Server: {base}  (all four portals share the host; the URL patterns keep them apart)",
-        ]
-        pages = load_manifest()["pages"]
-        for portal in portals().values():
-            example = next(path for path, page in pages.items() if page["portal"] == portal.id and page["kind"] == "original")
-            blocks += [
-                "",
-                "[[site]]",
-                f"# {portal.name}, e.g. {base}{example}",
-                f"name = {_toml_str(portal.id)}",
-                f"start_urls = [{', '.join(_toml_str(base + path) for path in portal.start_paths)}]",
-                'allowed_domains = ["127.0.0.1"]',
-                f"article_url_pattern = {_toml_str(escaped + portal.article_path)}",
-                f"follow_url_pattern = {_toml_str(escaped + portal.follow_path)}",
-                f"remove_selectors = [{', '.join(_toml_str(s) for s in portal.remove_selectors)}]",
-            ]
-        return "\n".join(blocks) + "\n"
-
-    # ------------------------------------------------------------------ serving
     def _count(self, path: str) -> None:
         with self._lock:
             self.requests_served[path] += 1
-
-    def _page(self, path: str) -> Page | None:
-        with self._lock:
-            day = self._day
-        return self._sites[day].get(path)
 
 
 def _regex_escape_url(url: str) -> str:
@@ -153,10 +139,87 @@ def _toml_str(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_NOT_FOUND = (
-    '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>404 页面不存在</title></head>\n'
-    "<body><h1>404 Not Found</h1><p>抱歉，您访问的页面不存在或已被删除。</p></body></html>\n"
-).encode("utf-8")
+def site_entry(
+    base_url: str,
+    *,
+    name: str,
+    start_paths: Iterable[str],
+    article_path: str,
+    follow_path: str,
+    remove_selectors: Iterable[str] = (),
+    comment: str = "",
+) -> str:
+    """One ``[[site]]`` table of a site file for pages under ``base_url``; the paths are regexes after the host."""
+    escaped = _regex_escape_url(base_url)
+    lines = ["[[site]]"] + ([f"# {comment}"] if comment else []) + [
+        f"name = {_toml_str(name)}",
+        f"start_urls = [{', '.join(_toml_str(base_url + path) for path in start_paths)}]",
+        'allowed_domains = ["127.0.0.1"]',
+        f"article_url_pattern = {_toml_str(escaped + article_path)}",
+        f"follow_url_pattern = {_toml_str(escaped + follow_path)}",
+    ]
+    selectors = list(remove_selectors)
+    if selectors:
+        lines.append(f"remove_selectors = [{', '.join(_toml_str(s) for s in selectors)}]")
+    return "\n".join(lines) + "\n"
+
+
+class DemoPortalServer(LoopbackServer):
+    """The demo mini-portal: four invented portals under path prefixes of one server (``/dongfang/``,
+    ``/nanling/``, ``/xinghe/``, ``/qinghe/``), one in GBK, one without a charset, one page lying in its meta;
+    a ``robots.txt`` that disallows ``/admin/`` and ``/qinghe/preview/``."""
+
+    def __init__(self, *, day: int = 1, host: str = "127.0.0.1", port: int = 0) -> None:
+        if day not in DAYS:
+            raise ValueError(f"day must be one of {DAYS}, got {day!r}")
+        super().__init__(self._demo_page, host=host, port=port)
+        self._day = day
+        self._sites: dict[int, dict[str, Response]] = {}
+
+    @property
+    def day(self) -> int:
+        return self._day
+
+    def _started(self) -> None:
+        # Pages link to the bound address, so they are rendered once it is known.
+        robots = Response(robots_txt(), "text/plain; charset=utf-8")
+        self._sites = {
+            day: {
+                **{path: Response(page.body, page.content_type, page.last_modified)
+                   for path, page in render_site(self.base_url, day).items()},
+                "/robots.txt": robots,
+            }
+            for day in DAYS
+        }
+
+    def _demo_page(self, path: str) -> Response | None:
+        with self._lock:
+            day = self._day
+        return self._sites[day].get(path)
+
+    def set_day(self, day: int) -> None:
+        """Serve the content of ``day`` from now on (day 2 = day 1 plus new articles)."""
+        if day not in DAYS:
+            raise ValueError(f"day must be one of {DAYS}, got {day!r}")
+        with self._lock:
+            self._day = day
+
+    def sites_toml(self) -> str:
+        """A site file (design.md §2) for the four demo portals at this server's address."""
+        base = self.base_url
+        blocks = [
+            "# Site file of the newsdedup demo mini-portal, written by DemoPortalServer.sites_toml().",
+            f"# Server: {base}  (all four portals share the host; the URL patterns keep them apart)",
+        ]
+        pages = load_manifest()["pages"]
+        for portal in portals().values():
+            example = next(path for path, page in pages.items() if page["portal"] == portal.id and page["kind"] == "original")
+            blocks += ["", site_entry(
+                base, name=portal.id, start_paths=portal.start_paths, article_path=portal.article_path,
+                follow_path=portal.follow_path, remove_selectors=portal.remove_selectors,
+                comment=f"{portal.name}, e.g. {base}{example}",
+            ).rstrip("\n")]
+        return "\n".join(blocks) + "\n"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -171,23 +234,27 @@ class _Handler(BaseHTTPRequestHandler):
         self._respond(include_body=False)
 
     def _respond(self, *, include_body: bool) -> None:
-        demo: DemoPortalServer = self.server.demo  # type: ignore[attr-defined]
+        server: LoopbackServer = self.server.loopback  # type: ignore[attr-defined]
         path = urlsplit(self.path).path or "/"
-        demo._count(path)
-        if path == "/robots.txt":
-            self._send(200, robots_txt(), {"Content-Type": "text/plain; charset=utf-8"}, include_body)
-            return
-        page = demo._page(path)
-        if page is None:
-            self._send(404, _NOT_FOUND, {"Content-Type": "text/html; charset=utf-8"}, include_body)
-            return
-        headers = {"Content-Type": page.content_type, "Last-Modified": page.last_modified_header}
-        if self._not_modified_since(page):
-            self._send(304, b"", {"Last-Modified": page.last_modified_header}, include_body=False)
-            return
-        self._send(200, page.body, headers, include_body)
+        server._count(path)
+        page = server.response(path)
+        status = 200 if page is not None else 404
+        page = page or _NOT_FOUND
+        headers = {"Content-Type": page.content_type}
+        if page.last_modified is not None:
+            headers["Last-Modified"] = format_datetime(page.last_modified.astimezone(timezone.utc), usegmt=True)
+            if self._not_modified_since(page.last_modified):
+                status, include_body = 304, False
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if status != 304:  # a 304 has no body and no length
+            self.send_header("Content-Length", str(len(page.body)))
+        self.end_headers()
+        if include_body:
+            self.wfile.write(page.body)
 
-    def _not_modified_since(self, page: Page) -> bool:
+    def _not_modified_since(self, modified: datetime) -> bool:
         value = self.headers.get("If-Modified-Since")
         if not value:
             return False
@@ -195,19 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
             since = parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return False
-        if since.tzinfo is None:
-            return False
-        return page.last_modified.replace(microsecond=0) <= since
-
-    def _send(self, status: int, body: bytes, headers: dict[str, str], include_body: bool) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        if status != 304:  # a 304 has no body and no length
-            self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if include_body and body:
-            self.wfile.write(body)
+        return since.tzinfo is not None and modified.replace(microsecond=0) <= since
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
         """Silent: the crawl's own log says what was fetched."""

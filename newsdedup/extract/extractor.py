@@ -44,8 +44,10 @@ __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
 
 logger = logging.getLogger(__name__)
 
+#: Why a page holds no article; ``template_only``: all its text is its site's template (a crawl's judgement,
+#: see :meth:`~newsdedup.extract.template.SiteTemplate.settle`).
 SKIP_REASONS = frozenset(
-    {"not_html", "empty", "too_large", "javascript_only", "list_page", "video", "too_short", "malformed"}
+    {"not_html", "empty", "too_large", "javascript_only", "list_page", "video", "too_short", "malformed", "template_only"}
 )
 
 _BINARY_MAGIC = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b", b"RIFF", b"\x00\x00\x01\x00")
@@ -75,6 +77,11 @@ _SOURCE_LABEL = re.compile(r"(?:来源|作者|记者|编辑|稿源|出处|發佈
 # How far under the headline (characters of visible text) a date or source line still belongs to it.
 _DATELINE_WINDOW = 200
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# Elements that end a run of loose text (see _wrap_loose_text).
+_BLOCKS = frozenset(
+    "address article aside blockquote center dd div dl dt figure footer form h1 h2 h3 h4 h5 h6 header hr li main "
+    "nav ol p pre section table tbody td tfoot th thead tr ul".split()
+)
 # The element scoring the most prose minus this share of its other text is the article.
 _NON_PROSE_PENALTY = 0.5
 # Climbing from the first paragraph after the headline passes parents that add at most this many characters
@@ -83,13 +90,15 @@ _SMALL_ADDITION = 60
 # A line of this many characters is unique enough on a page to be put back where the page has it.
 _MIN_MOVED = 8
 # A table cell holding more text than this is a layout cell, not a data cell.
-_LAYOUT_CELL = 200
+_LAYOUT_CELL = 100
 # A located block under this share of the whole page's reading is checked against it (see _read).
 _MIN_PART_SHARE = 0.5
 # A sentence standing alone between headline and body (a summary box) of this much prose is the lead.
 _MIN_LEAD = 15
-# The heaviest block replaces the block after the headline when it adds this many times its prose.
-_OUTWEIGH = 2
+# Five list items or more averaging at most this many characters are a list of headlines or teasers, not the
+# rest of an article (whose paragraphs run longer).
+_LIST_ITEMS = 5
+_SHORT_ITEM = 80
 # The block after the headline must hold this much prose to be the body (shorter: a caption, a notice, and
 # the next block is tried). The least a news brief holds.
 _MIN_ANCHORED_PROSE = 40
@@ -199,6 +208,8 @@ def _extract(
     remove_boilerplate(root, selectors)
     if headline is not None and not _attached(headline, root):
         headline = None
+    if headline is not None:
+        _wrap_loose_text(headline)
     node, anchored, leads = _main_node(root, headline)
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
     if _is_list_text(text, anchor_texts):
@@ -207,10 +218,10 @@ def _extract(
     # A page with the shape of an article (headline, date or source line, the body right after the
     # headline) is an article however short: news briefs (快讯) run 40-150 characters.
     article_shaped = anchored and dated
-    if length < (brief_chars if article_shaped else min_chars):
-        if article_shaped:
-            raise SkipPage("too_short", f"article text shorter than {brief_chars} characters")
-        _raise_no_text(root, f"article text shorter than {min_chars} characters", anchors=anchor_texts)
+    least = min(brief_chars, min_chars) if article_shaped else min_chars
+    if length < least:
+        # An article-shaped page is never called a list page, whatever links surround it.
+        _raise_no_text(root, f"article text shorter than {least} characters", anchors=None if article_shaped else anchor_texts)
     return Article(
         title=meta.title,
         text=text,
@@ -301,14 +312,60 @@ def _is_video(root: HtmlElement) -> bool:
     return next(root.iter("video"), None) is not None
 
 
+def _wrap_loose_text(headline: HtmlElement) -> None:
+    """Give each run of loose text beside the headline its own ``<p>``: a template that puts the headline and
+    the body's bare text (``<br>``-separated lines) into one element leaves the body no element of its own to
+    be located by.
+    """
+    for el in [a for a in headline.iterancestors() if a.tag not in ("body", "html")]:
+        if not any(child.tag == "br" or child.tag in _BLOCKS for child in el):
+            continue
+        if not any(_prose_run(piece) for piece in (el.text, *(child.tail for child in el))):
+            continue
+        items: list = [el.text] if el.text else []
+        for child in list(el):
+            tail, child.tail = child.tail, None
+            items += [child, tail] if tail else [child]
+            el.remove(child)
+        el.text = None
+        run: list = []
+        for item in [*items, None]:  # None: the end flushes the last run
+            if item is not None and (isinstance(item, str) or (item.tag != "br" and item.tag not in _BLOCKS)):
+                run.append(item)
+                continue
+            if any(x.strip() if isinstance(x, str) else x.text_content().strip() for x in run):
+                paragraph = etree.SubElement(el, "p")
+                for x in run:
+                    if not isinstance(x, str):
+                        paragraph.append(x)
+                    elif len(paragraph):
+                        paragraph[-1].tail = (paragraph[-1].tail or "") + x
+                    else:
+                        paragraph.text = (paragraph.text or "") + x
+            else:
+                for x in run:
+                    if not isinstance(x, str):
+                        el.append(x)
+            run = []
+            if item is not None and item.tag != "br":
+                el.append(item)
+
+
+def _prose_run(piece: str | None) -> bool:
+    stripped = (piece or "").strip()
+    return len(stripped) >= 10 and bool(_SENTENCE_PUNCT.search(stripped))
+
+
 def _headline(blocks: Sequence[tuple[HtmlElement, str]], title: str | None) -> HtmlElement | None:
     """The block that shows the page's title (an ``<h1>`` first, a block outside links next, first in order)."""
     target = normalize_heading(title or "")
-    if len(target) < 4:
+    if len(target) < 2:
         return None
     best, best_rank = None, 9
     for el, text in blocks:
         norm = normalize_heading(text)
+        if len(target) < 4 and (norm != target or el.tag not in _HEADING_TAGS):
+            continue  # a headline of two or three characters ("简讯") only as a heading of its own
         # The same headline with a word more or less ("图文：", a column name) still names the page.
         if not norm or not (norm == target or (norm in target or target in norm) and
                             min(len(norm), len(target)) >= 0.8 * max(len(norm), len(target))):
@@ -348,28 +405,15 @@ def _main_node(
 
     Anchored on the headline: the body is the first block of article prose after it, grown to the ancestor
     that holds the rest of the article (:func:`_grow`), not the heaviest block anywhere (a hot list or a card
-    stream beside a short article can outweigh it). The heaviest block (prose minus half the other text) takes
-    over only when what it adds is paragraphs, not headline-length runs, and outweighs the anchored block
-    :data:`_OUTWEIGH` times (a notice box above a long article), or when there is no headline.
+    stream beside a short article can outweigh it). Without a headline, the block scoring the most prose
+    minus half its other text, grown the same way.
     """
     stats = measure(root)
-    best, best_score = None, 0.0
-    for el, s in stats.items():
-        if el.tag in ("html", "head") or s.article_prose == 0:
-            continue
-        if _score(s) > best_score:
-            best, best_score = el, _score(s)
-    anchored, leads = _anchored_node(root, headline, stats) if headline is not None else (None, [])
-    if anchored is not None and best is not None and best is not anchored:
-        a, g = stats[anchored], stats[best]
-        inside = any(ancestor is best for ancestor in anchored.iterancestors())
-        if not any(ancestor is anchored for ancestor in best.iterancestors()):  # best is not within anchored
-            extra = g.article_prose - (a.article_prose if inside else 0)
-            extra_long = min(g.long_prose, g.article_prose) - (min(a.long_prose, a.article_prose) if inside else 0)
-            if extra > _OUTWEIGH * a.article_prose and extra_long >= 0.5 * extra:
-                anchored = None
-    node, is_anchored = (anchored, True) if anchored is not None else (best, False)
-    leads = leads if is_anchored else []
+    node, leads = _anchored_node(root, headline, stats) if headline is not None else (None, [])
+    is_anchored = node is not None
+    if node is None:
+        scored = [(_score(s), n, el) for n, (el, s) in enumerate(stats.items()) if s.article_prose and el.tag != "head"]
+        node = max(scored, key=lambda item: (item[0], -item[1]))[2] if scored else None
     # A page whose best block is shorter than a brief and not even one sentence (a date, a credit line: the
     # page is lyrics or a poem in short unpunctuated lines) gives the locator nothing to go by: read it whole.
     if node is None or node.tag == "body" or (
@@ -387,24 +431,34 @@ def _anchored_node(
     """The first block after ``headline`` with article prose, grown, and the leads passed over on the way.
 
     Blocks under :data:`_MIN_ANCHORED_PROSE` (a caption, a notice, a summary box) are passed over for the next
-    one; those that are a whole sentence or more (:func:`_is_lead`) are kept as the article's lead.
+    one; those that are a whole sentence or more (:func:`_is_lead`) are kept as the article's lead. List items
+    are never the start of a body (a hot list beside a brief). When nothing after the headline holds enough
+    prose, the first short block is the body: the page is an article too short to keep, not a list.
     """
     order = {el: n for n, el in enumerate(root.iter())}
     skip_until = max(order[d] for d in headline.iter())
-    leads = []
+    leads: list[HtmlElement] = []
+    short = None
     for el in root.iter():
         if order[el] <= skip_until or el not in stats:
             continue
         own = stats[el].article_prose - sum(stats[c].article_prose for c in el if c in stats)
         if own <= 0:
             continue
+        item = next((a for a in (el, *el.iterancestors()) if a.tag in ("li", "dd", "dt")), None)
+        if item is not None:
+            skip_until = max(order[d] for d in item.iter())
+            continue
+        if _is_byline(_SPACE.sub(" ", el.text_content()).strip(), dates=True):
+            continue  # the dateline under the headline: no body starts there
         node = _grow(el, stats)
         if stats[node].article_prose >= _MIN_ANCHORED_PROSE:
             return node, leads
         if _is_lead(node, stats[node]):
             leads.append(node)
+        short = short if short is not None else node
         skip_until = max(order[d] for d in node.iter())
-    return None, []
+    return short, [lead for lead in leads if lead is not short]
 
 
 def _is_lead(node: HtmlElement, s: TextStats) -> bool:
@@ -414,9 +468,11 @@ def _is_lead(node: HtmlElement, s: TextStats) -> bool:
 
 
 def _grow(node: HtmlElement, stats: dict[HtmlElement, TextStats]) -> HtmlElement:
-    """Climb from ``node`` while each parent adds article text (a lead paragraph, the rest of the body) or
-    little else (a headline, a date line); stop at a parent that adds mostly links or other non-prose (a
-    sidebar, a hot list). Of the elements passed, the one scoring best (:func:`_score`)."""
+    """Climb from ``node`` while each parent adds at least as much article text as other text (a lead
+    paragraph, the rest of the body) or little else (a headline, a date line); stop at a parent that adds
+    mostly links or other non-prose (a sidebar, menus, player controls), or a list of short items (a hot
+    list, cards). Of the elements passed, the one scoring best
+    (:func:`_score`)."""
     best, best_score = node, _score(stats[node])
     while True:
         parent = node.getparent()
@@ -426,7 +482,11 @@ def _grow(node: HtmlElement, stats: dict[HtmlElement, TextStats]) -> HtmlElement
         added = p.text - c.text
         prose = p.article_prose - c.article_prose
         other = added - prose
-        if other > _SMALL_ADDITION and (prose < _NON_PROSE_PENALTY * other or p.link - c.link > 0.5 * added):
+        if other > _SMALL_ADDITION and (prose < other or p.link - c.link > 0.5 * added):
+            return best
+        # A list of short items beside the article (a hot list, a card stream) is prose-like but no part of it.
+        items = p.items - c.items
+        if items >= _LIST_ITEMS and p.item_text - c.item_text >= 0.5 * added and added <= _SHORT_ITEM * items:
             return best
         node = parent
         if _score(p) > best_score:
@@ -439,17 +499,21 @@ def _subdocument(node: HtmlElement) -> HtmlElement:
     part.tail = None
     if part.tag in ("td", "th", "tr", "tbody", "thead", "tfoot", "li", "dd"):
         part.tag = "div"  # a lone table cell is not a table; trafilatura would drop or mangle it
-    # A table with a cell of running text is page layout (old portals set whole articles in one), not data:
-    # as a table trafilatura would print the article as one "| ... |" row.
+    # A table with a cell of running text or of paragraphs is page layout (old portals set whole articles in
+    # one), not data: as a table trafilatura would print the article as one "| ... |" row.
     for table in list(part.iter("table")):
         cells = list(table.iter("td", "th"))
-        if any(_non_space_length(cell.text_content()) > _LAYOUT_CELL for cell in cells):
+        if any(_non_space_length(cell.text_content()) > _LAYOUT_CELL or next(cell.iter("p", "div", "br", "table"), None)
+               is not None for cell in cells):
             for el in [table, *table.iter("tbody", "thead", "tfoot", "tr", "td", "th")]:
                 el.tag = "div"
-    # Links inside a paragraph are words of its sentence; trafilatura's text output put each on a line of its
-    # own ("决定韩正、\n孙春兰\n、\n胡春华"), so a paragraph keeps their text without the links.
+    # Links inside running text are words of its sentence; trafilatura's text output put each on a line of its
+    # own ("决定韩正、\n孙春兰\n、\n胡春华"), so such a paragraph keeps their text without the links. A paragraph
+    # that is mostly link (a related headline) keeps its link, for trafilatura to weigh.
     for paragraph in part.iter("p"):
-        etree.strip_tags(paragraph, "a")
+        linked = sum(_non_space_length(a.text_content()) for a in paragraph.iter("a"))
+        if linked and 2 * linked < _non_space_length(paragraph.text_content()):
+            etree.strip_tags(paragraph, "a")
     doc.find("body").append(part)
     return doc
 
@@ -478,7 +542,8 @@ def _read(
     A located block under half of what trafilatura reads from the whole (cleaned) page may be one paragraph
     of an article spread over sibling blocks, or the page may be right to hold more. The whole-page reading
     wins when its extra article text outweighs the block: prose lines that are no link text of the page,
-    no summary under one (a card) and no block of the site's template (``known`` holds both). Extra lines that
+    no list item, no summary under a link (a card) and no block of the site's template (``known`` holds the
+    link texts and the template). Extra lines that
     are menus, player controls, forms, template placeholders or headline lists leave the block as it is.
     It also wins when the block's text is all byline (an article in short unpunctuated lines has hardly
     any prose to be located by).
@@ -498,6 +563,8 @@ def _read(
     if not part:
         return whole
     have = {normalize_heading(line) for line in part.splitlines()}
+    # List items are headlines and teasers (a hot list, cards) however sentence-like.
+    known = set(known) | {normalize_heading(item.text_content()) for item in root.iter("li", "dd", "dt")}
     article = 0
     after_link = False
     for line in whole.splitlines():

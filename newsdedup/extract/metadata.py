@@ -46,7 +46,9 @@ __all__ = [
 # saving). A page without an offset is therefore assumed to be +08:00.
 CHINA_OFFSET = timezone(timedelta(hours=8))
 
-_TITLE_SEPARATORS = re.compile(r"\s*(?:_{1,2}|\||｜|丨|--?|—+|–|::|»|·|&gt;|>)\s*")
+# (?<!\s): a separator's leading spaces are matched from the start of their run only, so a long run of
+# spaces is scanned once, not once for every position in it.
+_TITLE_SEPARATORS = re.compile(r"(?<!\s)\s*(?:_{1,2}|\||｜|丨|--?|—+|–|::|»|·|&gt;|>)\s*")
 _SKIP_TEXT_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title", "select", "option", "iframe"})
 _BLOCK_TAGS = frozenset(
     "p div br li tr td th h1 h2 h3 h4 h5 h6 table ul ol dl dt dd section article header footer blockquote pre".split()

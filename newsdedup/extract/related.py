@@ -110,8 +110,7 @@ _MIN_HEADLINE_CHARS = 6
 _MAX_SUMMARY_CHARS = 150
 # At most this much other text (a date, a source) lies between a headline and its summary.
 _MAX_SUMMARY_GAP = 24
-# A prose run this long is a paragraph; headlines, captions and list items are shorter.
-_LONG_RUN = 50
+_ITEM_TAGS = frozenset({"li", "dd", "dt"})
 
 
 # Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and a
@@ -149,7 +148,8 @@ class TextStats:
     prose: int = 0  # of which in sentence-like runs outside links
     links: int = 0  # number of <a> elements
     summary: int = 0  # of the prose, runs that directly follow a headline-length link
-    long_prose: int = 0  # of the prose, runs of at least _LONG_RUN characters: paragraphs, not headlines
+    items: int = 0  # list items (li, dd, dt) with text, outermost ones
+    item_text: int = 0  # of the text, inside those items
 
     @property
     def article_prose(self) -> int:
@@ -234,13 +234,11 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
             if linked:
                 s.link += n
             else:
-                prose = _prose(piece)
-                s.prose += prose
-                if prose >= _LONG_RUN:
-                    s.long_prose += prose
+                s.prose += _prose(piece)
         if el.tag == "a":
             s.links += 1
         s.summary = summary.get(el, 0)
+        is_item = el.tag in _ITEM_TAGS
         for child in el:
             cs = stats.get(child)
             if cs is not None:
@@ -249,7 +247,11 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
                 s.prose += cs.prose
                 s.links += cs.links
                 s.summary += cs.summary
-                s.long_prose += cs.long_prose
+                if not is_item:
+                    s.items += cs.items
+                    s.item_text += cs.item_text
+        if is_item and s.text:
+            s.items, s.item_text = 1, s.text
         stats[el] = s
     return stats
 

@@ -72,6 +72,9 @@ _MAX_NEW_SHARE = 0.1
 #: A body with at least this share of its characters in lines other pages of the site carry is a template
 #: failure ("mostly", so an article that quotes one shared notice is not one).
 FAILURE_SHARE = 0.5
+#: A page left with this many characters of its own once the shared text is gone has an article of its own
+#: (a brief's worth), however short.
+_MIN_OWN = 40
 #: Recent template failures kept per site with their reasons.
 _FAILURES_KEPT = 50
 
@@ -267,9 +270,29 @@ class SiteTemplate:
             return None
         return TemplateFailure(shared / total, most)
 
-    def record_failure(self, url: str, title: str | None, failure: TemplateFailure, outcome: str) -> None:
-        """Keep a template failure with its reason (the newest :data:`_FAILURES_KEPT` per site)."""
+    def settle(
+        self, url: str, title: str | None, failure: TemplateFailure, retried_text: str | None, own_chars: int = 0
+    ) -> str | None:
+        """What to make of a page whose body was a template failure. Call it before :meth:`learn`.
+
+        ``retried_text`` is the page re-extracted without the text other pages of the site carry (None: that
+        gave no article), ``own_chars`` how many characters of its own were left all the same. Outcomes:
+        ``"re-extracted"``, use the retried text; ``"too_short"``, the page's own text is real but too short
+        to keep; ``"template_only"``, nothing of its own is left and the shared text recurs on
+        :attr:`min_pages` pages or more. None: nothing of its own is left and the text is shared with fewer
+        pages: it is the article, reprinted on this site under another title. Failures are kept in
+        :attr:`failures` with their reason and outcome.
+        """
+        if retried_text and self.failure(title, retried_text) is None:
+            outcome = "re-extracted"
+        elif own_chars >= _MIN_OWN:
+            outcome = "too_short"
+        elif failure.pages >= self.min_pages - 1:
+            outcome = "template_only"
+        else:
+            return None
         self.failures.append({"url": url, "title": title, "reason": failure.reason, "outcome": outcome})
+        return outcome
 
     # -- persistence --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

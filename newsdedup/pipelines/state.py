@@ -20,6 +20,7 @@ from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
+from newsdedup.extract.template import SiteTemplate
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleStore
 
@@ -79,6 +80,7 @@ class CrawlSettings:
     batch_size: int
     workers: int | None
     extract: ExtractOptions
+    site_templates: bool
     features: FeatureConfig
     near: NearSettings
     exact_error_rate: float
@@ -92,12 +94,18 @@ class CrawlSettings:
             workers=None if workers in (None, "") else int(workers),
             extract=ExtractOptions(
                 min_chars=settings.getint("NEWSDEDUP_EXTRACT_MIN_CHARS", 150),
+                brief_chars=settings.getint("NEWSDEDUP_EXTRACT_BRIEF_CHARS", 40),
                 max_bytes=settings.getint("NEWSDEDUP_EXTRACT_MAX_BYTES", 5_000_000),
             ),
+            site_templates=settings.getbool("NEWSDEDUP_EXTRACT_SITE_TEMPLATES", True),
             features=feature_config_from_settings(settings),
             near=near_settings_from_settings(settings),
             exact_error_rate=settings.getfloat("NEWSDEDUP_EXACT_BLOOM_ERROR_RATE", 1e-3),
         )
+
+
+def _template_state(site: str) -> str:
+    return f"extract/template/{site}"
 
 
 class CrawlState:
@@ -109,6 +117,7 @@ class CrawlState:
         self.pool: AnalysisPool | None = None
         self.exact: ExactStage | None = None
         self.clusterer: SinglePassClusterer | None = None
+        self.templates: dict[str, SiteTemplate] = {}
         self._users = 0
         crawler.signals.connect(self._finished, signal=signals.item_scraped)
         crawler.signals.connect(self._finished, signal=signals.item_dropped)
@@ -147,6 +156,8 @@ class CrawlState:
             self.pool.shutdown()
         if self.store is not None:
             self._save_detector()
+            for site, template in self.templates.items():
+                self.store.save_state(_template_state(site), template.to_bytes())
             self.store.close()
         self._publish_stats()
 
@@ -189,6 +200,21 @@ class CrawlState:
         stats.set_value("newsdedup/near/known_centres", centres)
         logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres",
                     len(fingerprints), centres)
+
+    def template(self, site: str) -> SiteTemplate | None:
+        """The learned template of ``site`` (restored from the store the first time), None when switched off."""
+        if not self.settings.site_templates:
+            return None
+        template = self.templates.get(site)
+        if template is None:
+            blob = self.store.load_state(_template_state(site))
+            try:
+                template = SiteTemplate.from_bytes(blob) if blob is not None else SiteTemplate()
+            except ValueError as exc:
+                logger.warning("site template of %s not restored (%s): learning it again", site, exc)
+                template = SiteTemplate()
+            self.templates[site] = template
+        return template
 
     def _state_name(self) -> str:
         return f"near/{self.settings.near.method}"

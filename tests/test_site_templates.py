@@ -1,0 +1,209 @@
+"""Site templates: learning what recurs across a site's pages, and crawls of portals that fool one-page rules.
+
+The crawls run the real spider (``scrapy crawl portal`` in a subprocess) against pages we write ourselves,
+served on 127.0.0.1 by the test; the checks read the export and the store.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import lxml.html
+import pytest
+
+from conftest import REPO_ROOT
+from newsdedup.demo.server import LoopbackServer, Response, site_entry
+from newsdedup.extract.template import MIN_PAGES, SiteTemplate, page_lines, strip_boilerplate
+
+# Briefs of 40-150 characters, written for these tests.
+BRIEFS = (
+    ("城西老桥今起恢复通行", "今天上午，城西老桥结束为期三个月的加固施工，恢复双向通行。交通部门提醒过往车辆限速四十公里。"),
+    ("北湖公园新增两条步道", "北湖公园东侧新修的两条环湖步道今天开放，全长一点八公里，沿途设有六处休息亭，夜间照明开放到二十二点。"),
+    ("市图书馆延长周末开放时间", "从本周六起，市图书馆周末闭馆时间由十七点推迟到二十一点，自习室同步延长，读者凭借书证即可入座。"),
+    ("第三中学机器人社团获全国一等奖", "在昨天结束的全国青少年机器人大赛上，市第三中学社团的四名高二学生凭借自主设计的分拣机器人获得一等奖。"),
+    ("南郊蔬菜基地迎来采收高峰", "连日晴好天气让南郊蔬菜基地的青菜和萝卜集中上市，基地每天向市区超市供货二十多吨，价格比上周略有回落。"),
+    ("老城区十二条小巷完成改造", "历时半年的老城区小巷改造日前完工，十二条小巷铺上了青石板，沿线新装路灯八十盏，雨污管道全部分流。"),
+    ("江堤巡查进入汛期值守", "随着主汛期到来，沿江八个街道的巡堤人员实行三班轮换、昼夜值守，发现险情可通过热线直接上报指挥部。"),
+    ("社区食堂推出老人午餐优惠", "城南三个社区食堂本月起为七十岁以上老人提供午餐优惠，两荤一素一汤十二元，行动不便的老人可预约送餐。"),
+    ("夜间公交线路增至十条", "市公交集团宣布新开通两条夜间线路，夜班公交增至十条，覆盖主要商圈和火车站，末班车发车时间为凌晨一点。"),
+    ("河滨绿道东段贯通", "河滨绿道东段最后一座人行桥完成吊装，绿道全线贯通，市民骑行可从老码头一路到达湿地公园。"),
+)
+# What each story goes on to say, for pages that need more than a brief.
+MORE = (
+    "施工期间，工人们更换了全部桥面铺装，加装了防撞护栏和排水管道。附近居民说，老桥恢复通行后，去菜场和学校都不用再绕行两公里了。桥头新设的公交站台也同步启用，三条线路恢复原来的走向。",
+    "公园管理处介绍，步道采用透水材料铺设，雨后不积水；沿线还补种了两百多棵樱花和海棠，明年春天将形成一条花廊，欢迎市民前来散步。管理处还计划在湖边增设两处母婴室和一处无障碍卫生间。",
+    "图书馆负责人表示，延长开放后将增加两名值班馆员，并在晚间开设少儿绘本专区。去年周末的日均到馆人数已超过三千人次，座位经常不够用。馆方同时提醒读者爱护图书，自习时请保持安静，不要占座。",
+    "指导老师说，学生们从去年秋天开始设计，利用课余时间反复调试程序，失败了上百次。学校计划明年开设机器人选修课，让更多同学参与进来。获奖的分拣机器人将在市科技馆展出一个月，市民可免费参观。",
+    "基地负责人表示，今年引进了滴灌设备和防虫网，蔬菜产量比去年提高了三成。为保证新鲜，采收下来的蔬菜当天分拣装车，第二天一早上架。农技人员还在基地开设了周末课堂，教市民在阳台上种菜。",
+    "改造中，施工方保留了小巷原有的老井和门楼，请老居民一起商量设计方案。不少在外工作的年轻人回来看了以后说，找回了小时候的记忆。街道将组织志愿者定期巡查，及时修补破损的石板和路灯。",
+    "防汛指挥部提醒，汛期内请市民不要到江边垂钓、游泳，遇到险情及时拨打热线。各街道还储备了沙袋、救生衣等物资，随时可以调用。气象部门预计未来一周仍有强降雨，沿江低洼地区要提前做好转移准备。",
+    "社区负责人介绍，食堂的菜单每周更换，由营养师搭配，老人们可以提前一天在手机上点餐。开业一周以来，每天就餐的老人已经超过两百位。有老人说，以前一个人在家懒得做饭，现在每天都来食堂和老朋友聊天。",
+    "公交集团表示，夜班车将根据客流情况调整发车间隔，乘客可以通过手机查询实时到站信息。新线路开通后，商圈员工下夜班回家方便了许多。下一步，公交集团还将试点定制公交，满足医院和工业园区的夜间出行需求。",
+    "绿道沿线设置了十二个驿站，提供饮水、充电和自行车维修服务。管理部门提醒骑行者注意避让行人，周末人多时请适当减速，文明出行。明年，河滨绿道西段也将开工，建成后全长将超过二十公里。",
+)
+TOO_SHORT = ("简讯", "今晚有雷阵雨，请注意出行安全。")
+# Headlines of a hot list that sits beside every article: about 1,400 characters, no links (the list is
+# rendered by script handlers), every line a sentence of its own, like the summaries such lists show.
+HOT = [
+    f"{n}. 热点新闻第{n}条，全省重点项目集中开工，总投资超过三百亿元，涉及交通能源水利等领域，带动就业岗位上万个。"
+    for n in range(1, 31)
+]
+
+
+def _page(title: str, text: str, *, anchored: bool) -> bytes:
+    """An article page with the hot list beside it. ``anchored`` pages carry the headline and dateline a
+    one-page extractor anchors on, the hot list as list items; the others only a <title>, and the hot list as
+    plain paragraphs that outweigh the article."""
+    if anchored:
+        head = f'<h1 class="tit">{html.escape(title)}</h1><div class="info">2024-05-06 08:30 来源：青山日报</div>'
+        hot = '<ul class="hotlist">' + "".join(f"<li>{html.escape(line)}</li>" for line in HOT) + "</ul>"
+    else:
+        head, hot = "", "".join(f"<p>{html.escape(line)}</p>" for line in HOT)
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}_青山网</title></head>
+<body><div class="top"><a href="/">首页</a> <a href="/list/1.html">本地</a> <a href="/list/1.html">财经</a></div>
+<div class="wrap"><div class="main">{head}<div class="content"><p>{html.escape(text)}</p></div></div>
+<div class="side"><div class="hot-title">今日热点</div>{hot}</div></div>
+<div class="foot">青山网 版权所有 未经授权禁止转载</div></body></html>""".encode()
+
+
+def _site(stories, *, anchored: bool, extra: bool = True) -> dict[str, Response]:
+    pages = {f"/news/{n + 1}.html": Response(_page(t, x, anchored=anchored)) for n, (t, x) in enumerate(stories)}
+    if extra:
+        pages["/news/99.html"] = Response(_page(*TOO_SHORT, anchored=anchored))
+        # A page under the article pattern that is a list of links.
+        links = "".join(f'<li><a href="/news/{n}.html">第{n}条本地新闻的标题写在这里</a></li>' for n in range(1, 31))
+        pages["/news/98.html"] = Response(f"<html><head><title>本地新闻</title></head><body><ul>{links}</ul></body></html>".encode())
+    start = "".join(f'<a href="{path}">{path}</a> ' for path in sorted(pages))
+    pages["/list/1.html"] = Response(f"<html><body>{start}</body></html>".encode())
+    pages["/robots.txt"] = Response(b"User-agent: *\nAllow: /\n", "text/plain")
+    return pages
+
+
+def _crawl(tmp_path, pages: dict[str, Response], *settings: str) -> tuple[list[dict], str, str]:
+    db = tmp_path / "news.sqlite"
+    with LoopbackServer(pages) as server:
+        sites = tmp_path / "sites.toml"
+        sites.write_text(site_entry(server.base_url, name="qingshan", start_paths=["/list/1.html"],
+                                    article_path=r"/news/\d+\.html", follow_path=r"/list/\d+\.html"), encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, "-m", "scrapy", "crawl", "portal", "-a", f"sites={sites}",
+             "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{db}", "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False",
+             # One request at a time: pages arrive in link order, so which page comes first is fixed.
+             "-s", "CONCURRENT_REQUESTS=1", "-s", "NEWSDEDUP_WORKERS=0", "-s", "TELNETCONSOLE_ENABLED=False", *settings],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
+        )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-4000:]
+    exported = subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
+                              cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in exported.stdout.splitlines()], result.stderr, str(db)
+
+
+def _stat(log: str, name: str) -> int:
+    match = re.search(rf"'{re.escape(name)}': (\d+)", log)
+    return int(match.group(1)) if match else 0
+
+
+def test_a_hot_list_beside_every_short_article_never_makes_one_story(tmp_path):
+    rows, log, db = _crawl(tmp_path, _site(BRIEFS, anchored=True))
+    by_path = {urlsplit(r["url"]).path: r for r in rows}
+    assert sorted(by_path) == sorted(f"/news/{n}.html" for n in range(1, len(BRIEFS) + 1))
+    assert len({r["cluster_id"] for r in rows}) == len(BRIEFS)  # distinct stories
+    for n, (title, text) in enumerate(BRIEFS, start=1):
+        row = by_path[f"/news/{n}.html"]
+        assert row["status"] == "unique" and row["text"] == text and row["title"] == title
+    # Briefs of 40-150 characters are stored; the shorter page and the list page are skipped, each for
+    # its own reason.
+    assert all(40 <= len(text) <= 150 for _, text in BRIEFS)
+    with sqlite3.connect(db) as conn:
+        skipped = dict(conn.execute("SELECT url, reason FROM skipped"))
+    assert {urlsplit(u).path: r for u, r in skipped.items()} == {"/news/99.html": "too_short", "/news/98.html": "list_page"}
+    assert _stat(log, "newsdedup/extract/skipped/too_short") == 1
+    assert _stat(log, "newsdedup/extract/skipped/list_page") == 1
+    assert _stat(log, "newsdedup/extract/template_failures") == 0
+
+
+def test_template_failures_are_counted_recorded_and_retried_with_the_template(tmp_path):
+    # Without a headline to anchor on, the one-page rules take the hot list (plain paragraphs) for the article.
+    stories = [(title, text + more) for (title, text), more in zip(BRIEFS, MORE)]
+    # Without a headline these pages are no briefs: the ordinary minimum length applies, lowered to fit them.
+    rows, log, db = _crawl(tmp_path, _site(stories, anchored=False, extra=False), "-s", "NEWSDEDUP_EXTRACT_MIN_CHARS=100")
+    failures = _stat(log, "newsdedup/extract/template_failures")
+    assert failures >= 1 and _stat(log, "newsdedup/extract/template_failures/qingshan") == failures
+    hot_bodies = [r for r in rows if HOT[0] in r["text"]]
+    assert len(hot_bodies) == 1  # the site's first page, before anything was learned
+    own = [r for r in rows if r not in hot_bodies]
+    assert len(own) == len(stories) - 1
+    for row in own:
+        assert row["text"] == dict(stories)[row["title"]]
+    assert len({r["cluster_id"] for r in rows}) == len(rows)  # nothing joined through template text
+    with sqlite3.connect(db) as conn:
+        blob = conn.execute("SELECT data FROM state WHERE name = 'extract/template/qingshan'").fetchone()[0]
+    template = SiteTemplate.from_bytes(bytes(blob))
+    assert template.pages == len(stories)
+    assert len(template.failures) == failures
+    assert all("recurs on other pages" in f["reason"] and f["outcome"] == "re-extracted" for f in template.failures)
+
+
+def _tree(title: str, body: str, hot: str = "热榜：城东新区规划公布；地铁五号线开通试运营。") -> lxml.html.HtmlElement:
+    return lxml.html.document_fromstring(
+        f"<html><body><h1>{title}</h1><div class='txt'>{body}</div><div class='hot'><p>{hot}</p></div></body></html>"
+    )
+
+
+def test_blocks_on_min_pages_pages_are_boilerplate_and_stripped():
+    site = SiteTemplate()
+    for n in range(MIN_PAGES - 1):
+        site.learn(f"标题{n}", page_lines(_tree(f"标题{n}", f"<p>第{n}篇正文，内容各不相同。</p>"), f"标题{n}"))
+    tree = _tree("标题9", "<p>第九篇正文，内容也不同。</p>")
+    assert strip_boilerplate(tree, site.boilerplate(), "标题9") == 0  # seen on too few pages
+    site.learn("标题8", page_lines(_tree("标题8", "<p>第八篇正文。</p>"), "标题8"))
+    assert strip_boilerplate(tree, site.boilerplate(), "标题9") == 1
+    assert "热榜" not in tree.text_content() and "第九篇正文" in tree.text_content()
+
+
+def test_template_prose_among_the_articles_paragraphs_stays():
+    shared = "本报讯 今日，全市经济工作会议召开，以下为会议发言摘要。"
+    site = SiteTemplate()
+    for n in range(4):
+        site.learn(f"标题{n}", page_lines(_tree(f"标题{n}", f"<p>{shared}</p><p>第{n}位发言人表示，要做好今年的工作。</p>"), f"标题{n}"))
+    tree = _tree("标题9", f"<p>{shared}</p><p>第九位发言人表示，要抓好项目落地。</p>")
+    strip_boilerplate(tree, site.boilerplate(), "标题9")
+    assert shared in tree.text_content() and "热榜" not in tree.text_content()
+
+
+def test_pages_of_one_title_count_once_and_the_window_forgets():
+    site = SiteTemplate(window=3)
+    assert site.learn("同一标题", [1, 2]) and not site.learn("同一标题", [1, 2, 3])
+    for n in range(4):
+        site.learn(f"标题{n}", [7, 100 + n])
+    assert site.pages == 3 and site.boilerplate() == frozenset({7})
+
+
+def test_failure_settle_and_round_trip():
+    site = SiteTemplate()
+    body = "\n".join(HOT[:5])
+    lines = page_lines(_tree("第一页", "", hot="</p><p>".join(HOT[:5])), "第一页")
+    site.learn("第一页", lines)
+    assert site.failure("第一页", body) is None  # the same title: pages of one story share text
+    failure = site.failure("第二页", body)
+    assert failure is not None and failure.share == 1.0 and failure.pages == 1
+    assert site.failure("第二页", body.replace("热点新闻", "另一条新闻")) is None
+    # Shared with one other page and nothing left: the same article under another title.
+    assert site.settle("u2", "第二页", failure, None) is None
+    assert site.settle("u2", "第二页", failure, "第二页自己的正文，与别的页面都不一样。") == "re-extracted"
+    site.learn("第三页", lines)
+    failure = site.failure("第四页", body)
+    assert failure.pages == 2 and site.settle("u4", "第四页", failure, None) == "template_only"
+    clone = SiteTemplate.from_bytes(site.to_bytes())
+    assert clone.pages == site.pages and clone.boilerplate() == site.boilerplate()
+    assert list(clone.failures) == list(site.failures) and len(clone.failures) == 2
+    with pytest.raises(ValueError, match="site template"):
+        SiteTemplate.from_bytes(b"NDT1\x01")
+    with pytest.raises(ValueError, match="magic"):
+        SiteTemplate.from_bytes(b"something else")
