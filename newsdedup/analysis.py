@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from newsdedup import settings as _D
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.extract.extractor import Article, SkipPage, extract_article
 
@@ -23,8 +24,8 @@ from newsdedup.extract.extractor import Article, SkipPage, extract_article
 class ExtractOptions:
     """Picklable extraction settings handed to workers with each page."""
 
-    min_chars: int = 150
-    max_bytes: int = 5_000_000
+    min_chars: int = _D.NEWSDEDUP_EXTRACT_MIN_CHARS
+    max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """A local HTTP server for the offline demo mini-portal (127.0.0.1 only).
 
 Four invented portals live under path prefixes of one server (``/dongfang/``, ``/nanling/``,
-``/xinghe/``, ``/qinghe/``); ``sites_toml()`` writes a site file (design.md §2) for them, so the
+``/xinghe/``, ``/qinghe/``); ``sites_toml()`` writes a site file (README.md, *Site file*) for them, so the
 real spider can crawl the demo exactly like a real portal::
 
     with DemoPortalServer(day=1) as server:
@@ -107,7 +107,7 @@ class DemoPortalServer:
 
     # ------------------------------------------------------------------ site file
     def sites_toml(self) -> str:
-        """A site file (design.md §2) for the four demo portals at this server's address."""
+        """A site file (README.md, *Site file*) for the four demo portals at this server's address."""
         base = self.base_url
         escaped = _regex_escape_url(base)
         blocks = [
