@@ -136,7 +136,7 @@ class ContainmentFallback:
             containment = common / smaller
             if containment >= self.min_containment and containment > best:
                 best_key, best = key, containment
-        return None if best_key is None else Match(best_key, best)
+        return None if best_key is None else Match(best_key, best, best, "containment")
 
     def add(self, key, features) -> None:
         self.base.add(key, features)

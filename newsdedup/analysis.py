@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from newsdedup import settings as _D
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.extract.extractor import Article, SkipPage, extract_article
 
@@ -24,9 +25,9 @@ from newsdedup.extract.extractor import Article, SkipPage, extract_article
 class ExtractOptions:
     """Picklable extraction settings handed to workers with each page."""
 
-    min_chars: int = 150
-    brief_chars: int = 40
-    max_bytes: int = 5_000_000
+    min_chars: int = _D.NEWSDEDUP_EXTRACT_MIN_CHARS
+    brief_chars: int = _D.NEWSDEDUP_EXTRACT_BRIEF_CHARS
+    max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import TextIO
 
 EXPORT_FIELDS = (
     "url", "site", "title", "text", "published_at", "author", "source",
-    "status", "duplicate_of", "cluster_id", "similarity", "method",
+    "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure",
 )
 
 
@@ -95,7 +95,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 # -- dedup ---------------------------------------------------------------------------------
-def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str, str]]:
+def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str | int, str]]:
     for number, line in enumerate(stream, 1):
         if not line.strip():
             continue
@@ -104,37 +104,26 @@ def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str, str]]:
             doc_id, text = doc["id"], doc["text"]
             if not isinstance(text, str):
                 raise TypeError("text is not a string")
+            if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+                raise TypeError("id is not a string or an integer")
         except (ValueError, KeyError, TypeError) as exc:
             bad.append(f"line {number}: {type(exc).__name__}: {exc}")
             continue
         # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies.
-        yield str(doc_id), text
+        # The id is kept as given (string or integer), so duplicate_of and cluster_id have its type.
+        yield doc_id, text
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    from newsdedup import options
     from newsdedup.analysis import AnalysisPool, analyse_text
     from newsdedup.dedup.engine import Deduplicator
-    from newsdedup.dedup.features import FeatureConfig
-    from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
+    from newsdedup.dedup.single_pass import SinglePassClusterer, make_detector
 
+    overrides = {name: getattr(args, dest) for dest, name, *_ in DEDUP_OPTIONS if getattr(args, dest) is not None}
     try:
-        features = FeatureConfig(
-            method=args.method, segmenter=args.segmenter, simhash_bits=args.simhash_bits,
-            simhash_features=args.simhash_features, antecedents=args.antecedents,
-            spot_chain=args.spot_chain, spot_distance=args.spot_distance,
-            dwdcs_key_concepts=args.key_concepts, dwdcs_hub_candidates=args.hub_candidates,
-            dwdcs_min_frequency=args.min_concept_frequency, dwdcs_merge_threshold=args.concept_merge,
-            dwdcs_max_nodes=args.max_concept_nodes, dwdcs_synonyms=args.synonyms,
-        )
-        near = NearSettings(
-            method=args.method, simhash_bits=args.simhash_bits, simhash_max_distance=args.max_distance,
-            spotsigs_tau=args.tau, spotsigs_min_signatures=args.min_signatures,
-            spotsigs_min_containment=args.min_containment or None,
-            spotsigs_containment_min_spots=args.containment_min_spots,
-            esimhash_max_distance=args.esimhash_max_distance, esimhash_weight_cap=args.weight_cap,
-            dwdcs_cosine=args.dwdcs_cosine, dwdcs_max_variance=args.dwdcs_max_variance,
-            dwdcs_min_key_concepts=args.min_key_concepts,
-        )
+        features = options.feature_config(overrides)
+        near = options.near_settings(overrides)
         dedup = Deduplicator(SinglePassClusterer(make_detector(near)))
     except ValueError as exc:
         print(f"newsdedup dedup: {exc}", file=sys.stderr)
@@ -147,7 +136,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     counts = {"unique": 0, "near_duplicate": 0, "exact_duplicate": 0}
     try:
         docs = _read_docs(source, bad)
-        ids: collections.deque[str] = collections.deque()
+        ids: collections.deque[str | int] = collections.deque()
 
         def texts() -> Iterator[str]:
             for doc_id, text in docs:
@@ -158,10 +147,11 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             doc_id = ids.popleft()  # results come back in input order
             verdict = dedup.process(doc_id, doc_features)
             counts[verdict.status] += 1
-            similarity = None if verdict.similarity is None else round(verdict.similarity, 4)
+            similarity, score = (None if v is None else round(v, 4) for v in (verdict.similarity, verdict.score))
             _dump(
                 {"id": doc_id, "status": verdict.status, "duplicate_of": verdict.duplicate_of,
-                 "cluster_id": verdict.cluster_id, "similarity": similarity, "method": verdict.method},
+                 "cluster_id": verdict.cluster_id, "similarity": similarity, "method": verdict.method,
+                 "score": score, "measure": verdict.measure},
                 out,
             )
     finally:
@@ -236,12 +226,61 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return status
 
 
+# `newsdedup dedup` flags: each sets one NEWSDEDUP_* setting, so the stream is deduplicated with exactly the
+# options a crawl would use (newsdedup.options reads both; the defaults live in newsdedup/settings.py).
+DEDUP_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
+    ("method", "NEWSDEDUP_NEAR_METHOD", ("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"), "near-duplicate method"),
+    ("tau", "NEWSDEDUP_SPOTSIGS_TAU", float, "SpotSigs multiset Jaccard threshold"),
+    ("min_containment", "NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT", str,
+     "SpotSigs containment fallback for short versions; none switches it off"),
+    ("containment_min_spots", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", int,
+     "the smaller text needs this many spots for a containment match"),
+    ("min_signatures", "NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", int, "texts with fewer spots are neither indexed nor matched"),
+    ("max_distance", "NEWSDEDUP_SIMHASH_MAX_DISTANCE", int, "Simhash Hamming threshold"),
+    ("simhash_bits", "NEWSDEDUP_SIMHASH_BITS", int, "Simhash width, 64 or 128"),
+    ("simhash_features", "NEWSDEDUP_SIMHASH_FEATURES", ("words", "word_shingles", "chars"), "Simhash features"),
+    ("antecedents", "NEWSDEDUP_SPOTSIGS_ANTECEDENTS", str, "SpotSigs antecedents: basic, optimized or a file"),
+    ("spot_chain", "NEWSDEDUP_SPOTSIGS_CHAIN", int, "SpotSigs chain length n"),
+    ("spot_distance", "NEWSDEDUP_SPOTSIGS_DISTANCE", int, "SpotSigs spot distance d"),
+    ("esimhash_max_distance", "NEWSDEDUP_ESIMHASH_MAX_DISTANCE", int, "E-Simhash Hamming threshold of 128 bits"),
+    ("weight_cap", "NEWSDEDUP_ESIMHASH_WEIGHT_CAP", float, "E-Simhash word weight cap W_t"),
+    ("key_concepts", "NEWSDEDUP_DWDCS_KEY_CONCEPTS", int, "DWDCS key concepts per document p"),
+    ("hub_candidates", "NEWSDEDUP_DWDCS_HUB_CANDIDATES", int, "DWDCS highest-degree concepts scored, l"),
+    ("min_concept_frequency", "NEWSDEDUP_DWDCS_MIN_FREQUENCY", int, "DWDCS: concepts this frequent are network nodes"),
+    ("concept_merge", "NEWSDEDUP_DWDCS_MERGE_THRESHOLD", float, "DWDCS concept merge threshold Rel_thr"),
+    ("max_concept_nodes", "NEWSDEDUP_DWDCS_MAX_NODES", int, "DWDCS network size cap"),
+    ("synonyms", "NEWSDEDUP_DWDCS_SYNONYMS", str, "DWDCS synonym file, one set per line"),
+    ("dwdcs_cosine", "NEWSDEDUP_DWDCS_COSINE", float, "DWDCS cosine threshold Sim_thr"),
+    ("dwdcs_max_variance", "NEWSDEDUP_DWDCS_MAX_VARIANCE", float, "DWDCS position variance threshold S_thr"),
+    ("min_key_concepts", "NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS", int,
+     "DWDCS: documents with fewer key concepts are neither indexed nor matched"),
+    ("segmenter", "NEWSDEDUP_SEGMENTER", ("auto", "jieba", "rjieba"), "word segmenter"),
+)
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("newsdedup")
+    except importlib.metadata.PackageNotFoundError:  # running from a checkout that was not installed
+        return "unknown (not installed)"
+
+
+def _default_shown(name: str) -> str:
+    from newsdedup import options
+
+    value = options.default(name)
+    return "none" if value is None else str(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="newsdedup",
         description="Crawl Chinese news portals and deduplicate articles inline. "
         "Crawl with `scrapy crawl portal -a sites=config/sites.toml` from the project root.",
     )
+    parser.add_argument("--version", action="version", version=f"newsdedup {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="crawl the bundled offline mini-portal on 127.0.0.1 and print a summary")
@@ -252,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     export = sub.add_parser("export", help="JSON lines, one per article page fetched (articles and exact repeats)")
-    export.add_argument("--storage", required=True, help="storage URI, e.g. sqlite:///news.sqlite")
+    export.add_argument("--storage", default=_default_shown("NEWSDEDUP_STORAGE_URI"),
+                        help="storage URI, e.g. sqlite:///news.sqlite (default: the crawl's, %(default)s)")
     export.add_argument("--output", "-o", default="-", help="output file (default: standard output)")
     export.set_defaults(func=cmd_export)
 
@@ -265,39 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
     dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
-    dedup.add_argument("--method", default="spotsigs", choices=("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"),
-                       help="near-duplicate method (default: spotsigs)")
-    dedup.add_argument("--tau", type=float, default=0.4, help="SpotSigs Jaccard threshold (default 0.4)")
-    dedup.add_argument("--min-containment", type=float, default=0.7,
-                       help="SpotSigs containment fallback for short versions; 0 switches it off (default 0.7)")
-    dedup.add_argument("--containment-min-spots", type=int, default=10,
-                       help="the smaller text needs this many spots for a containment match (default 10)")
-    dedup.add_argument("--min-signatures", type=int, default=5,
-                       help="SpotSigs: texts with fewer spots are neither indexed nor matched (default 5)")
-    dedup.add_argument("--max-distance", type=int, default=3, help="Simhash Hamming threshold (default 3)")
-    dedup.add_argument("--simhash-bits", type=int, default=64, choices=(64, 128))
-    dedup.add_argument("--simhash-features", default="words", choices=("words", "word_shingles", "chars"))
-    dedup.add_argument("--antecedents", default="optimized", help="basic, optimized or a file of antecedents")
-    dedup.add_argument("--spot-chain", type=int, default=1, help="SpotSigs chain length n (default 1)")
-    dedup.add_argument("--spot-distance", type=int, default=1, help="SpotSigs spot distance d (default 1)")
-    dedup.add_argument("--esimhash-max-distance", type=int, default=10,
-                       help="E-Simhash Hamming threshold of 128 bits (default 10)")
-    dedup.add_argument("--weight-cap", type=float, default=90.0, help="E-Simhash word weight cap W_t (default 90)")
-    dedup.add_argument("--key-concepts", type=int, default=20, help="DWDCS key concepts per document p (default 20)")
-    dedup.add_argument("--hub-candidates", type=int, default=30,
-                       help="DWDCS highest-degree concepts scored, l (default 30)")
-    dedup.add_argument("--min-concept-frequency", type=int, default=2,
-                       help="DWDCS: concepts occurring at least this often are network nodes (default 2)")
-    dedup.add_argument("--concept-merge", type=float, default=0.6,
-                       help="DWDCS concept merge threshold Rel_thr (default 0.6)")
-    dedup.add_argument("--max-concept-nodes", type=int, default=400, help="DWDCS network size cap (default 400)")
-    dedup.add_argument("--synonyms", default=None, help="DWDCS synonym file, one set per line (default: none)")
-    dedup.add_argument("--dwdcs-cosine", type=float, default=0.9, help="DWDCS cosine threshold Sim_thr (default 0.9)")
-    dedup.add_argument("--dwdcs-max-variance", type=float, default=0.01,
-                       help="DWDCS position variance threshold S_thr (default 0.01)")
-    dedup.add_argument("--min-key-concepts", type=int, default=5,
-                       help="DWDCS: documents with fewer key concepts are neither indexed nor matched (default 5)")
-    dedup.add_argument("--segmenter", default="auto", choices=("auto", "jieba", "rjieba"))
+    for dest, name, kind, text in DEDUP_OPTIONS:
+        flag = "--" + dest.replace("_", "-")
+        shown = _default_shown(name)
+        extra = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
+        dedup.add_argument(flag, dest=dest, default=None, help=f"{text} (default {shown}; setting {name})", **extra)
     dedup.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     dedup.set_defaults(func=cmd_dedup)
 

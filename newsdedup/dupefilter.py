@@ -17,6 +17,7 @@ from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
 
+from newsdedup import options
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.storage import open_store
 
@@ -35,8 +36,8 @@ class SeenArticlesDupeFilter(RFPDupeFilter):
     def from_crawler(cls, crawler):
         dupefilter = super().from_crawler(crawler)
         dupefilter.crawler = crawler
-        dupefilter.storage_uri = crawler.settings.get("NEWSDEDUP_STORAGE_URI")
-        dupefilter.error_rate = crawler.settings.getfloat("NEWSDEDUP_URLFILTER_ERROR_RATE", 1e-7)
+        dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
+        dupefilter.error_rate = options.get_float(crawler.settings, "NEWSDEDUP_URLFILTER_ERROR_RATE")
         dupefilter.seen_articles = None
         return dupefilter
 

@@ -26,6 +26,8 @@ class ArticlePage:
     cluster_id: int | None = None
     duplicate_of: str | None = None
     similarity: float | None = None
+    score: float | None = None
+    measure: str | None = None
 
     def __repr__(self) -> str:
         return f"<ArticlePage {self.url} site={self.site} status={self.status}>"

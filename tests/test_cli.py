@@ -68,11 +68,13 @@ def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
     assert result.returncode == 0, result.stderr
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [v["id"] for v in verdicts] == ["a", "b", "c", "d"]
-    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method"}
+    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure"}
     assert [v["status"] for v in verdicts] == ["unique", "unique", "exact_duplicate", "near_duplicate"]
     assert verdicts[2]["duplicate_of"] == "a" and verdicts[3]["duplicate_of"] == "a"
     assert verdicts[3]["cluster_id"] == verdicts[0]["cluster_id"] != verdicts[1]["cluster_id"]
     assert 0.5 <= verdicts[3]["similarity"] <= 1  # the edits may touch no spot, so 1.0 is possible
+    assert verdicts[3]["measure"] == "jaccard" and verdicts[3]["score"] == verdicts[3]["similarity"]
+    assert (verdicts[2]["similarity"], verdicts[2]["measure"]) == (1.0, "exact")
     assert "1 bad input lines skipped" in result.stderr
 
 

@@ -238,7 +238,8 @@ def test_a_copy_with_eleven_percent_edits_is_found_and_an_unrelated_article_is_n
     assert len(features["w"].key_concepts) == 20 and "湿地" in features["w"].key_concepts.concepts
     verdicts = {key: clusterer.assign(key, f) for key, f in features.items()}
     assert verdicts["r"].duplicate_of is None
-    assert verdicts["e"].duplicate_of == "w" and verdicts["e"].similarity > 0.9
+    assert verdicts["e"].duplicate_of == "w" and verdicts["e"].match.score > 0.9  # the cosine
+    assert verdicts["e"].match.measure == "cosine" and verdicts["e"].similarity < verdicts["e"].match.score
     assert cosine_similarity(features["w"].key_concepts, features["r"].key_concepts) < 0.2
 
 
@@ -267,7 +268,7 @@ def test_newsdedup_dedup_runs_dwdcs(tmp_path):
 def test_crawl_settings_build_the_dwdcs_detector_and_worker_config():
     from scrapy.settings import Settings
 
-    from newsdedup.pipelines.state import feature_config_from_settings, near_settings_from_settings
+    from newsdedup.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
 
     settings = Settings({
         "NEWSDEDUP_NEAR_METHOD": "dwdcs", "NEWSDEDUP_DWDCS_KEY_CONCEPTS": "10", "NEWSDEDUP_DWDCS_HUB_CANDIDATES": "15",

@@ -269,7 +269,7 @@ def test_a_light_reprint_is_found_at_the_papers_threshold_and_an_unrelated_artic
     verdicts = cluster({"wetland": WETLAND, "robots": ROBOTS, "reprint": WETLAND_REPRINT})
     assert verdicts["robots"].duplicate_of is None
     assert verdicts["reprint"].duplicate_of == "wetland"
-    assert verdicts["reprint"].similarity >= 1 - 10 / 128
+    assert verdicts["reprint"].match.measure == "hamming" and verdicts["reprint"].match.score <= 10
 
 
 def test_a_copy_with_eleven_percent_edits_needs_a_wider_threshold_than_the_papers():
@@ -309,7 +309,7 @@ def crawler_settings(**values):
 
 
 def test_crawl_settings_build_the_esimhash_detector_and_worker_config():
-    from newsdedup.pipelines.state import feature_config_from_settings, near_settings_from_settings
+    from newsdedup.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
 
     settings = crawler_settings(NEWSDEDUP_ESIMHASH_MAX_DISTANCE="12", NEWSDEDUP_ESIMHASH_WEIGHT_CAP="50")
     config = feature_config_from_settings(settings)
@@ -325,7 +325,8 @@ def test_crawl_rebuild_relearns_statistics_from_the_stored_centres(tmp_path):
 
     from newsdedup.pipelines.state import CrawlSettings, CrawlState
     from newsdedup.storage import open_store
-    from newsdedup.storage.base import NEAR_DUPLICATE, ArticleRecord
+    from newsdedup.dedup.status import NEAR_DUPLICATE
+    from newsdedup.storage.base import ArticleRecord
 
     uri = f"sqlite:///{tmp_path / 'news.sqlite'}"
     extractor = FeatureExtractor(FeatureConfig(method="esimhash"))

@@ -149,8 +149,8 @@ class _StubDetector:
 
 
 def test_recognised_only_when_the_best_match_is_its_own_original():
-    assert is_recognised(_StubDetector(Match("a", 0.9)), "a", None)
-    assert not is_recognised(_StubDetector(Match("b", 0.99)), "a", None)
+    assert is_recognised(_StubDetector(Match("a", 0.9, 0.9, "jaccard")), "a", None)
+    assert not is_recognised(_StubDetector(Match("b", 0.99, 0.99, "jaccard")), "a", None)
     assert not is_recognised(_StubDetector(None), "a", None)
 
 

@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from newsdedup.storage import open_store
-from newsdedup.storage.base import EXACT_DUPLICATE, NEAR_DUPLICATE, ArticleRecord, RepeatRecord, SkippedRecord
+from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
+from newsdedup.storage.base import ArticleRecord, RepeatRecord, SkippedRecord
 
 
 def article(store, url, fingerprint, **extra):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.dedup.features import DocFeatures
 from newsdedup.dedup.single_pass import SinglePassClusterer
-from newsdedup.storage.base import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
+from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,10 @@ class Verdict:
     status: str
     duplicate_of: Hashable | None
     cluster_id: Hashable | None
-    similarity: float | None
+    similarity: float | None  # estimated overlap in [0, 1] (see newsdedup.dedup.single_pass)
     method: str
+    score: float | None = None  # the method's own figure, named by ``measure``
+    measure: str | None = None  # exact | jaccard | containment | hamming | cosine
 
 
 class Deduplicator:
@@ -89,10 +91,12 @@ class Deduplicator:
     def process(self, key: Hashable, features: DocFeatures) -> Verdict:
         ref = self.exact.find(features.fingerprint)
         if ref is not None:
-            return Verdict(EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact")
+            return Verdict(EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact", 1.0, "exact")
         assignment = self.clusterer.assign(key, features)
         self._first_by_fingerprint[features.fingerprint] = ExactRef(key, assignment.cluster_id)
         self.exact.add(features.fingerprint)
-        status = NEAR_DUPLICATE if assignment.is_near_duplicate else UNIQUE
-        return Verdict(status, assignment.duplicate_of, assignment.cluster_id, assignment.similarity,
-                       self.clusterer.method)
+        match = assignment.match
+        return Verdict(
+            NEAR_DUPLICATE if match else UNIQUE, assignment.duplicate_of, assignment.cluster_id,
+            match and match.similarity, self.clusterer.method, match and match.score, match and match.measure,
+        )

@@ -6,9 +6,16 @@ cluster of its own and becomes that cluster's centre.  Comparing with centres on
 chain of gradual edits from pulling unrelated texts into one cluster.
 
 A detector keeps an index of centre features and answers "the best centre for these features".
-Three are offered:
 
-- ``simhash``: Manku block tables over Simhash fingerprints; similarity ``1 - distance / bits``.
+Every match reports two numbers. ``similarity`` means the same for every method: an estimate, in
+[0, 1], of how much of the two texts' features overlap (a Jaccard: shared / all); 1.0 is an exact
+repeat. ``score`` is the method's own figure that made the decision, named by ``measure``:
+``jaccard`` (SpotSigs multiset Jaccard), ``containment`` (share of the smaller text's spots found in
+the larger), ``hamming`` (bits that differ between fingerprints) or ``cosine`` (DWDCS key concepts).
+Rows of different methods stay comparable through ``similarity``; ``score`` explains each one.
+
+- ``simhash``: Manku block tables over Simhash fingerprints; Charikar's fingerprints estimate the
+  cosine of the weighted feature vectors as ``cos(pi * distance / bits)``, turned into a Jaccard.
 - ``spotsigs``: the exact SpotSigs inverted index; similarity = multiset Jaccard.
 - ``hybrid``: both indexes; the best SpotSigs match (Jaccard, then containment) when there is one,
   else the nearest centre whose Simhash lies within k bits.  SpotSigs keeps precision on pages that
@@ -21,10 +28,12 @@ Three are offered:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
+from newsdedup import settings as _D
 from newsdedup.dedup.dwdcs import KeyConceptIndex
 from newsdedup.dedup.esimhash import CorpusStatistics, ESimhashIndex
 from newsdedup.dedup.features import DocFeatures
@@ -35,7 +44,29 @@ from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 @dataclass(frozen=True)
 class Match:
     key: Hashable
-    similarity: float
+    similarity: float  # estimated overlap (Jaccard) in [0, 1], comparable across methods
+    score: float  # the method's own figure, as ``measure`` names it
+    measure: str  # jaccard | containment | hamming | cosine
+
+
+def jaccard_of_cosine(cosine: float) -> float:
+    """The Jaccard of two equally large sets with this cosine: ``c / (2 - c)``.
+
+    >>> jaccard_of_cosine(1.0), round(jaccard_of_cosine(0.9), 4)
+    (1.0, 0.8182)
+    """
+    cosine = min(max(cosine, 0.0), 1.0)
+    return cosine / (2.0 - cosine)
+
+
+def hamming_match(key: Hashable, distance: int, bits: int) -> Match:
+    """A fingerprint match: Simhash's expected cosine is ``cos(pi * d / b)`` (Charikar 2002).
+
+    >>> hamming_match("a", 3, 64).similarity
+    0.9786
+    """
+    similarity = jaccard_of_cosine(math.cos(math.pi * distance / bits))
+    return Match(key, round(similarity, 4), float(distance), "hamming")
 
 
 class NearDetector(Protocol):
@@ -51,7 +82,7 @@ class NearDetector(Protocol):
 class SimhashDetector:
     method = "simhash"
 
-    def __init__(self, *, bits: int = 64, max_distance: int = 3) -> None:
+    def __init__(self, *, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE) -> None:
         self.bits = bits
         self.index = SimhashIndex(bits=bits, max_distance=max_distance)
 
@@ -62,7 +93,7 @@ class SimhashDetector:
         if not hits:
             return None
         key, distance = hits[0]
-        return Match(key, 1.0 - distance / self.bits)
+        return hamming_match(key, distance, self.bits)
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         if features.simhash is None:
@@ -103,15 +134,20 @@ class SpotSigsMatcher:
         """Too few spots to judge (script-only or headline-only text): never matched, never indexed."""
         return not spots or sum(spots.values()) < self.index.min_signatures
 
-    def matches(self, spots) -> list[tuple[Hashable, float]]:
-        """(centre, similarity) candidates, best first: Jaccard matches, else containment matches."""
+    def matches(self, spots) -> list[Match]:
+        """Candidate centres, best first: Jaccard matches, else containment matches."""
         if self.is_junk(spots):
             return []
         hits = self.index.query(spots)
-        if hits or self.min_containment is None:
-            return hits
-        return self.index.contained(spots, min_containment=self.min_containment,
-                                    min_spots=self.containment_min_spots, min_ratio=self.CONTAINMENT_MIN_RATIO)
+        if hits:
+            return [Match(key, round(jaccard, 4), jaccard, "jaccard") for key, jaccard in hits]
+        if self.min_containment is None:
+            return []
+        contained = self.index.contained(spots, min_containment=self.min_containment,
+                                         min_spots=self.containment_min_spots, min_ratio=self.CONTAINMENT_MIN_RATIO)
+        # A short version is contained in its article but overlaps it only in part: similarity says how much.
+        return [Match(key, round(self.jaccard(key, spots), 4), containment, "containment")
+                for key, containment in contained]
 
     def add(self, key: Hashable, spots) -> None:
         if not self.is_junk(spots):
@@ -125,15 +161,17 @@ class SpotSigsMatcher:
 class SpotSigsDetector:
     method = "spotsigs"
 
-    def __init__(self, *, tau: float = 0.4, min_signatures: int = 5, min_containment: float | None = 0.7,
-                 containment_min_spots: int = 10) -> None:
+    def __init__(self, *, tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU,
+                 min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
+                 min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
+                 containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
         self.tau = tau
         self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
                                      containment_min_spots=containment_min_spots)
 
     def best_match(self, features: DocFeatures) -> Match | None:
         hits = self.spots.matches(features.spots)
-        return Match(*hits[0]) if hits else None
+        return hits[0] if hits else None
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         if features.spots is None:
@@ -153,8 +191,10 @@ class HybridDetector:
 
     method = "hybrid"
 
-    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.4, min_signatures: int = 5,
-                 min_containment: float | None = 0.7, containment_min_spots: int = 10) -> None:
+    def __init__(self, *, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
+                 tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU, min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
+                 min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
+                 containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
@@ -173,15 +213,16 @@ class HybridDetector:
         if hits:
             # SpotSigs evidence first: an unrelated centre a few Simhash bits away must not outrank the
             # copy's own original (the papers' experiment b caught that in 27 of 5,400 copies).
-            return Match(*hits[0])
+            return hits[0]
         candidates = [(key, self.spots.jaccard(key, features.spots), distance)
                       for key, distance in self.simhash_index.query(features.simhash)]
         if not candidates:
             return None
-        # Nearest fingerprint, then the larger Jaccard; the reported similarity stays a Jaccard, but never
-        # below what Simhash vouches for.
+        # Nearest fingerprint, then the larger Jaccard; the similarity is the better of the two overlap
+        # estimates (spots, or what the fingerprint distance vouches for).
         key, jaccard, distance = min(candidates, key=lambda hit: (hit[2], -hit[1]))
-        return Match(key, max(jaccard, 1.0 - distance / self.bits))
+        by_fingerprint = hamming_match(key, distance, self.bits)
+        return Match(key, max(round(jaccard, 4), by_fingerprint.similarity), by_fingerprint.score, "hamming")
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         self._check(features)
@@ -210,10 +251,10 @@ class ESimhashDetector:
         self,
         *,
         bits: int = 128,
-        max_distance: int = 10,
-        weight_cap: float = 90.0,
+        max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
         tf: str = "count",
-        max_bigrams: int = 2_000_000,
+        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
         index: ESimhashIndex | None = None,
     ) -> None:
         self.index = index if index is not None else ESimhashIndex(
@@ -231,7 +272,7 @@ class ESimhashDetector:
         if not hits:
             return None
         key, distance = hits[0]
-        return Match(key, 1.0 - distance / self.bits)
+        return hamming_match(key, distance, self.bits)
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         if key in self.index:
@@ -255,8 +296,9 @@ class ESimhashDetector:
 
     @classmethod
     def from_bytes(
-        cls, blob: bytes, *, max_distance: int = 10, weight_cap: float = 90.0, tf: str = "count",
-        max_bigrams: int = 2_000_000,
+        cls, blob: bytes, *, max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP, tf: str = "count",
+        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
     ) -> ESimhashDetector:
         return cls(index=ESimhashIndex.from_bytes(
             blob, max_distance=max_distance, weight_cap=weight_cap, tf=tf, max_bigrams=max_bigrams,
@@ -270,18 +312,23 @@ def _content_words(features: DocFeatures) -> list[str]:
 
 
 class DWDCSDetector:
-    """DWDCS over cluster centres: the key-concept inverted index; similarity = cosine."""
+    """DWDCS over cluster centres: the key-concept inverted index; the score is the cosine."""
 
     method = "dwdcs"
 
-    def __init__(self, *, cosine_threshold: float = 0.9, max_variance: float = 0.01, min_key_concepts: int = 5) -> None:
+    def __init__(self, *, cosine_threshold: float = _D.NEWSDEDUP_DWDCS_COSINE,
+                 max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE,
+                 min_key_concepts: int = _D.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS) -> None:
         self.index = KeyConceptIndex(
             cosine_threshold=cosine_threshold, max_variance=max_variance, min_key_concepts=min_key_concepts
         )
 
     def best_match(self, features: DocFeatures) -> Match | None:
         hits = self.index.query(_key_concepts(features))
-        return Match(*hits[0]) if hits else None
+        if not hits:
+            return None
+        key, cosine = hits[0]
+        return Match(key, round(jaccard_of_cosine(cosine), 4), cosine, "cosine")
 
     def add(self, key: Hashable, features: DocFeatures) -> None:
         self.index.add(key, _key_concepts(features))
@@ -298,19 +345,21 @@ def _key_concepts(features: DocFeatures):
 
 @dataclass(frozen=True)
 class NearSettings:
-    method: str = "spotsigs"
-    simhash_bits: int = 64
-    simhash_max_distance: int = 3
-    spotsigs_tau: float = 0.4
-    spotsigs_min_signatures: int = 5
-    spotsigs_min_containment: float | None = 0.7
-    spotsigs_containment_min_spots: int = 10
-    esimhash_max_distance: int = 10
-    esimhash_weight_cap: float = 90.0
-    esimhash_max_bigrams: int = 2_000_000
-    dwdcs_cosine: float = 0.9
-    dwdcs_max_variance: float = 0.01
-    dwdcs_min_key_concepts: int = 5
+    """The near-duplicate stage's parameters; defaults are the ``NEWSDEDUP_*`` ones of newsdedup.settings."""
+
+    method: str = _D.NEWSDEDUP_NEAR_METHOD
+    simhash_bits: int = _D.NEWSDEDUP_SIMHASH_BITS
+    simhash_max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE
+    spotsigs_tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU
+    spotsigs_min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES
+    spotsigs_min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT
+    spotsigs_containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS
+    esimhash_max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE
+    esimhash_weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP
+    esimhash_max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS
+    dwdcs_cosine: float = _D.NEWSDEDUP_DWDCS_COSINE
+    dwdcs_max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE
+    dwdcs_min_key_concepts: int = _D.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS
 
 
 def _spotsigs_arguments(settings: NearSettings) -> dict:
@@ -354,7 +403,11 @@ class Assignment:
 
     cluster_id: Hashable
     duplicate_of: Hashable | None  # the centre it matched; None when it starts a cluster
-    similarity: float | None
+    match: Match | None = None
+
+    @property
+    def similarity(self) -> float | None:
+        return None if self.match is None else self.match.similarity
 
     @property
     def is_near_duplicate(self) -> bool:
@@ -374,9 +427,9 @@ class SinglePassClusterer:
     def assign(self, key: Hashable, features: DocFeatures) -> Assignment:
         match = self.detector.best_match(features)
         if match is not None:
-            return Assignment(cluster_id=match.key, duplicate_of=match.key, similarity=match.similarity)
+            return Assignment(cluster_id=match.key, duplicate_of=match.key, match=match)
         self.detector.add(key, features)
-        return Assignment(cluster_id=key, duplicate_of=None, similarity=None)
+        return Assignment(cluster_id=key, duplicate_of=None)
 
     def add_centre(self, key: Hashable, features: DocFeatures) -> None:
         """Restore a centre from storage (rebuilding the index when a crawl starts)."""

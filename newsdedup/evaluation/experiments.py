@@ -69,7 +69,7 @@ from typing import Any, Protocol
 from newsdedup.dedup.esimhash import CorpusStatistics, ESimhashIndex
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, content_words
 from newsdedup.dedup.simhash import default_idf, simhash
-from newsdedup.dedup.single_pass import Match, NearSettings, SpotSigsMatcher, make_detector
+from newsdedup.dedup.single_pass import Match, NearSettings, SpotSigsMatcher, hamming_match, make_detector
 from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 from newsdedup.evaluation.baselines import IMatchBaseline, JaccardSetIndex, MinHashLSHBaseline
@@ -586,7 +586,7 @@ class _ShingleJaccardDetector:
         if not hits:
             return None
         key, similarity = max(hits, key=lambda hit: hit[1])
-        return Match(key, similarity)
+        return Match(key, similarity, similarity, "jaccard")
 
     def add(self, key: Hashable, shingles: frozenset[int]) -> None:
         if shingles:
@@ -617,7 +617,7 @@ class _ESimhashOverOriginals:
         if not hits:
             return None
         key, distance = hits[0]
-        return Match(key, 1.0 - distance / self.index.bits)
+        return hamming_match(key, distance, self.index.bits)
 
     def add(self, key: Hashable, words: list[str]) -> None:
         raise NotImplementedError("index the originals with prepare(): all statistics first, then fingerprints")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from scrapy.exceptions import DropItem
 
 from newsdedup.pipelines import StagePipeline
-from newsdedup.storage.base import EXACT_DUPLICATE, RepeatRecord
+from newsdedup.dedup.status import EXACT_DUPLICATE
+from newsdedup.storage.base import RepeatRecord
 
 
 class ExactDedupPipeline(StagePipeline):

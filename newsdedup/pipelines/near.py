@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from newsdedup.pipelines import StagePipeline
-from newsdedup.storage.base import NEAR_DUPLICATE, UNIQUE
+from newsdedup.dedup.status import NEAR_DUPLICATE, UNIQUE
 
 
 class NearDedupPipeline(StagePipeline):
@@ -17,7 +17,8 @@ class NearDedupPipeline(StagePipeline):
         if assignment.is_near_duplicate:
             item.status = NEAR_DUPLICATE
             item.duplicate_of = state.store.url_of(assignment.duplicate_of)
-            item.similarity = round(assignment.similarity, 4)
+            match = assignment.match
+            item.similarity, item.score, item.measure = round(match.similarity, 4), round(match.score, 4), match.measure
             self.inc("near_duplicates")
         else:
             item.status = UNIQUE

@@ -15,6 +15,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
+from newsdedup import options
 from newsdedup.analysis import AnalysisPool, ExtractOptions
 from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
@@ -27,51 +28,6 @@ from newsdedup.storage.base import ArticleStore
 logger = logging.getLogger(__name__)
 
 _STATE_ATTRIBUTE = "_newsdedup_state"
-
-
-def feature_config_from_settings(settings: BaseSettings) -> FeatureConfig:
-    return FeatureConfig(
-        method=settings.get("NEWSDEDUP_NEAR_METHOD", "spotsigs"),
-        segmenter=settings.get("NEWSDEDUP_SEGMENTER", "auto"),
-        user_dict=settings.get("NEWSDEDUP_SEGMENTER_USER_DICT"),
-        stopwords=settings.get("NEWSDEDUP_STOPWORDS"),
-        simhash_bits=settings.getint("NEWSDEDUP_SIMHASH_BITS", 64),
-        simhash_features=settings.get("NEWSDEDUP_SIMHASH_FEATURES", "words"),
-        antecedents=settings.get("NEWSDEDUP_SPOTSIGS_ANTECEDENTS", "optimized"),
-        spot_chain=settings.getint("NEWSDEDUP_SPOTSIGS_CHAIN", 1),
-        spot_distance=settings.getint("NEWSDEDUP_SPOTSIGS_DISTANCE", 1),
-        dwdcs_key_concepts=settings.getint("NEWSDEDUP_DWDCS_KEY_CONCEPTS", 20),
-        dwdcs_hub_candidates=settings.getint("NEWSDEDUP_DWDCS_HUB_CANDIDATES", 30),
-        dwdcs_min_frequency=settings.getint("NEWSDEDUP_DWDCS_MIN_FREQUENCY", 2),
-        dwdcs_merge_threshold=settings.getfloat("NEWSDEDUP_DWDCS_MERGE_THRESHOLD", 0.6),
-        dwdcs_max_nodes=settings.getint("NEWSDEDUP_DWDCS_MAX_NODES", 400),
-        dwdcs_synonyms=settings.get("NEWSDEDUP_DWDCS_SYNONYMS") or None,
-    )
-
-
-def _optional_float(value) -> float | None:
-    """A float setting where None / "none" / "" switches the feature off (``-s NAME=none``)."""
-    if value is None or str(value).strip().lower() in ("", "none", "off"):
-        return None
-    return float(value)
-
-
-def near_settings_from_settings(settings: BaseSettings) -> NearSettings:
-    return NearSettings(
-        method=settings.get("NEWSDEDUP_NEAR_METHOD", "spotsigs"),
-        simhash_bits=settings.getint("NEWSDEDUP_SIMHASH_BITS", 64),
-        simhash_max_distance=settings.getint("NEWSDEDUP_SIMHASH_MAX_DISTANCE", 3),
-        spotsigs_tau=settings.getfloat("NEWSDEDUP_SPOTSIGS_TAU", 0.4),
-        spotsigs_min_signatures=settings.getint("NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", 5),
-        spotsigs_min_containment=_optional_float(settings.get("NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT", 0.7)),
-        spotsigs_containment_min_spots=settings.getint("NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", 10),
-        esimhash_max_distance=settings.getint("NEWSDEDUP_ESIMHASH_MAX_DISTANCE", 10),
-        esimhash_weight_cap=settings.getfloat("NEWSDEDUP_ESIMHASH_WEIGHT_CAP", 90.0),
-        esimhash_max_bigrams=settings.getint("NEWSDEDUP_ESIMHASH_MAX_BIGRAMS", 2_000_000),
-        dwdcs_cosine=settings.getfloat("NEWSDEDUP_DWDCS_COSINE", 0.9),
-        dwdcs_max_variance=settings.getfloat("NEWSDEDUP_DWDCS_MAX_VARIANCE", 0.01),
-        dwdcs_min_key_concepts=settings.getint("NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS", 5),
-    )
 
 
 @dataclass
@@ -87,20 +43,15 @@ class CrawlSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
-        workers = settings.get("NEWSDEDUP_WORKERS")
         return cls(
-            storage_uri=settings.get("NEWSDEDUP_STORAGE_URI", "sqlite:///newsdedup.sqlite"),
-            batch_size=settings.getint("NEWSDEDUP_STORAGE_BATCH_SIZE", 100),
-            workers=None if workers in (None, "") else int(workers),
-            extract=ExtractOptions(
-                min_chars=settings.getint("NEWSDEDUP_EXTRACT_MIN_CHARS", 150),
-                brief_chars=settings.getint("NEWSDEDUP_EXTRACT_BRIEF_CHARS", 40),
-                max_bytes=settings.getint("NEWSDEDUP_EXTRACT_MAX_BYTES", 5_000_000),
-            ),
-            site_templates=settings.getbool("NEWSDEDUP_EXTRACT_SITE_TEMPLATES", True),
-            features=feature_config_from_settings(settings),
-            near=near_settings_from_settings(settings),
-            exact_error_rate=settings.getfloat("NEWSDEDUP_EXACT_BLOOM_ERROR_RATE", 1e-3),
+            storage_uri=options.get_str(settings, "NEWSDEDUP_STORAGE_URI"),
+            batch_size=options.get_int(settings, "NEWSDEDUP_STORAGE_BATCH_SIZE", minimum=1),
+            workers=options.workers(settings),
+            extract=options.extract_options(settings),
+            site_templates=settings.getbool("NEWSDEDUP_EXTRACT_SITE_TEMPLATES", options.default("NEWSDEDUP_EXTRACT_SITE_TEMPLATES")),
+            features=options.feature_config(settings),
+            near=options.near_settings(settings),
+            exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
         )
 
 

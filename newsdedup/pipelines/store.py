@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from newsdedup.dedup.features import pack_spots
 from newsdedup.pipelines import StagePipeline
-from newsdedup.storage.base import UNIQUE, ArticleRecord
+from newsdedup.dedup.status import UNIQUE
+from newsdedup.storage.base import ArticleRecord
 
 
 class StorePipeline(StagePipeline):
@@ -23,7 +24,7 @@ class StorePipeline(StagePipeline):
                 published_at=article.published_at, author=article.author, source=article.source,
                 canonical_url=article.canonical_url, fetched_at=item.fetched_at,
                 fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
-                cluster_id=item.cluster_id, similarity=item.similarity,
+                cluster_id=item.cluster_id, similarity=item.similarity, score=item.score, measure=item.measure,
                 method=state.settings.near.method,
                 # The column holds 64-bit fingerprints; a 128-bit one is re-derived from the text on rebuild.
                 simhash=features.simhash if features.simhash is not None and features.simhash < 2**64 else None,

@@ -11,10 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-UNIQUE = "unique"
-NEAR_DUPLICATE = "near_duplicate"
-EXACT_DUPLICATE = "exact_duplicate"
-STATUSES = (UNIQUE, NEAR_DUPLICATE, EXACT_DUPLICATE)
+from newsdedup.dedup.status import UNIQUE
 
 
 @dataclass
@@ -35,11 +32,13 @@ class ArticleRecord:
     status: str = UNIQUE
     duplicate_of: str | None = None
     cluster_id: int | None = None
-    similarity: float | None = None
+    similarity: float | None = None  # estimated overlap with duplicate_of, in [0, 1], the same for every method
     method: str | None = None
     # Near-duplicate features kept so indexes can be rebuilt without re-segmenting every text.
     simhash: int | None = None
     spots: bytes | None = None
+    score: float | None = None  # the method's own figure for the match, named by measure
+    measure: str | None = None  # jaccard | containment | hamming | cosine
 
 
 @dataclass
@@ -131,7 +130,7 @@ class ArticleStore(Protocol):
         ...
 
     def iter_export(self) -> Iterator[dict]:
-        """One dict per article page fetched, in the export format of design.md §2."""
+        """One dict per article page fetched, in the export format of README.md (*Command line*, export)."""
         ...
 
     def counts(self) -> StoreCounts: ...

@@ -13,10 +13,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
 from newsdedup.storage.base import (
-    EXACT_DUPLICATE,
-    NEAR_DUPLICATE,
-    UNIQUE,
     ArticleRecord,
     RepeatRecord,
     SkippedRecord,
@@ -25,7 +23,7 @@ from newsdedup.storage.base import (
 )
 from newsdedup.text.hashing import from_signed64, to_signed64
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -47,7 +45,9 @@ CREATE TABLE IF NOT EXISTS articles (
     similarity REAL,
     method TEXT,
     simhash INTEGER,
-    spots BLOB
+    spots BLOB,
+    score REAL,
+    measure TEXT
 );
 CREATE INDEX IF NOT EXISTS articles_fingerprint ON articles (fingerprint);
 CREATE INDEX IF NOT EXISTS articles_cluster ON articles (cluster_id);
@@ -78,10 +78,22 @@ CREATE TABLE IF NOT EXISTS skipped (
 );
 """
 
+# Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes
+# version v - 1 to v. Each runs once, in one transaction with the version bump.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # similarity became one measure for every method (estimated overlap); the method's own figure moved to
+    # score/measure. Old rows keep their similarity, which was that figure; its measure is unknown.
+    2: (
+        "ALTER TABLE articles ADD COLUMN score REAL",
+        "ALTER TABLE articles ADD COLUMN measure TEXT",
+        "UPDATE articles SET score = similarity WHERE similarity IS NOT NULL",
+    ),
+}
+
 ARTICLE_COLUMNS = (
     "id", "url", "site", "title", "text", "published_at", "author", "source", "canonical_url",
     "fetched_at", "fingerprint", "status", "duplicate_of", "cluster_id", "similarity", "method",
-    "simhash", "spots",
+    "simhash", "spots", "score", "measure",
 )
 REPEAT_COLUMNS = (
     "url", "site", "title", "published_at", "author", "source", "canonical_url", "fetched_at",
@@ -123,17 +135,31 @@ class SQLiteStore:
         # NORMAL with WAL: a committed batch survives a crashed process; only an OS crash or power
         # loss can roll back the last commits, never corrupt the file.
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} has schema version {row[0]}, this newsdedup writes {SCHEMA_VERSION}: "
-                "use a new database file or an older newsdedup"
-            )
+        self._migrate(conn)
         self._conn = conn
         self._next_id = (conn.execute("SELECT COALESCE(MAX(id), 0) FROM articles").fetchone()[0]) + 1
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Create the schema in a new file, or bring an older one up to SCHEMA_VERSION."""
+        has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+        if row is None:
+            conn.executescript(SCHEMA)
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            return
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema version {version}, newer than this newsdedup's {SCHEMA_VERSION}: "
+                "upgrade newsdedup or use another database file"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in MIGRATIONS[target]:
+                    conn.execute(statement)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
+        conn.executescript(SCHEMA)  # indexes and tables added since without a migration step
 
     def close(self) -> None:
         if self._conn is None:
@@ -255,26 +281,27 @@ class SQLiteStore:
             yield _article_from_row(row)
 
     def iter_export(self) -> Iterator[dict]:
-        """Articles and repeats in the order they were fetched (design.md §2 export format)."""
+        """Articles and repeats in the order they were fetched (the export format of README.md)."""
         self.flush()
         query = """
             SELECT a.fetched_at, 0 AS kind, a.id, a.url, a.site, a.title, a.text, a.published_at,
-                   a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method
+                   a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method,
+                   a.score, a.measure
             FROM articles a
             UNION ALL
             SELECT r.fetched_at, 1 AS kind, r.id, r.url, r.site, r.title, a.text, r.published_at,
-                   r.author, r.source, ?, r.repeat_of, a.cluster_id, 1.0, 'exact'
+                   r.author, r.source, ?, r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact'
             FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
             ORDER BY 1, 2, 3
         """
         for row in self.conn.execute(query, (EXACT_DUPLICATE,)):
             (_, _, _, url, site, title, text, published_at, author, source, status, duplicate_of,
-             cluster_id, similarity, method) = row
+             cluster_id, similarity, method, score, measure) = row
             yield {
                 "url": url, "site": site, "title": title, "text": text,
                 "published_at": published_at, "author": author, "source": source,
                 "status": status, "duplicate_of": duplicate_of, "cluster_id": cluster_id,
-                "similarity": similarity, "method": method,
+                "similarity": similarity, "method": method, "score": score, "measure": measure,
             }
 
     def counts(self) -> StoreCounts:
