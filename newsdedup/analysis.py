@@ -28,6 +28,7 @@ class ExtractOptions:
     min_chars: int = _D.NEWSDEDUP_EXTRACT_MIN_CHARS
     brief_chars: int = _D.NEWSDEDUP_EXTRACT_BRIEF_CHARS
     max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES
+    keep_shared_prose: bool = True  # False when a template failure is retried (see strip_boilerplate)
 
 
 @dataclass
@@ -75,6 +76,7 @@ def analyse_page(
             brief_chars=options.brief_chars,
             max_bytes=options.max_bytes,
             boilerplate=boilerplate,
+            keep_shared_prose=options.keep_shared_prose,
         )
     except SkipPage as skip:
         return PageSkipped(skip.reason, str(skip))

@@ -8,18 +8,19 @@ import urllib.request
 
 import pytest
 
+from newsdedup.demo.server import LoopbackServer
+from newsdedup.evaluation.extraction import token_prf
 from newsdedup.evaluation.page_level import benchmark_sizes, predicted_clusters, run_page_level
 from newsdedup.evaluation.pages import (
+    HARD_VARIANTS,
     RELATED_HEADINGS_USED,
-    PageBenchServer,
     RelatedItem,
     ShellError,
     build_site,
+    hard_variant,
     make_shell,
     related_block,
     render_page,
-    token_f1,
-    verify_shells,
 )
 from newsdedup.extract.extractor import SkipPage, extract_article
 from newsdedup.sites import parse_sites
@@ -74,6 +75,10 @@ def portal_page(*, charset: str = "utf-8", paragraphs: tuple[str, ...] = OLD_PAR
 
 def extracted(page: bytes) -> str:
     return extract_article(page).text
+
+
+def token_f1(predicted: str, gold: str) -> float:
+    return token_prf(predicted, gold)[2]
 
 
 @pytest.fixture(scope="module")
@@ -146,9 +151,22 @@ def test_a_page_without_article_text_is_no_shell():
         make_shell(f"<html><head><title>列表</title></head><body><ul>{links}</ul></body></html>", name="l", portal="l")
 
 
-def test_verify_shells_passes_a_good_shell(shell):
-    checks = verify_shells([shell], [(NEW_TITLE, NEW_TEXT)], OTHERS)
-    assert checks[0].passed(0.9), checks[0]
+@pytest.mark.parametrize("kind", HARD_VARIANTS)
+def test_hard_variants_and_the_extractor_on_them(shell, kind):
+    hot = [RelatedItem("", f"第{n}条热点：城东新区规划公布", f"第{n}条热点的摘要，城东新区今年将新建三所学校。") for n in range(30)]
+    variant = hard_variant(shell, kind, hot)
+    assert variant.portal == f"qingshan+{kind}" and variant.name.endswith("#" + kind)
+    page = render_page(variant, title=NEW_TITLE, text=NEW_TEXT).decode("utf-8")
+    if kind == "hot_list":
+        assert page.count("城东新区规划公布") == 30 and page.index("村里人都说") < page.index("第0条热点")  # beside it
+    elif kind == "bare_text":
+        assert "<br>" in page and '<p class="txt">' not in page
+    else:
+        assert re.search(rf"<div class=\"article\">\s*<h1>{NEW_TITLE}</h1>", page)
+    text = extracted(page.encode("utf-8"))
+    assert text == NEW_TEXT  # every line, no headline, no hot list
+    with pytest.raises(ValueError, match="kind must be"):
+        hard_variant(shell, "upside_down")
 
 
 def docs_fixture() -> list[dict]:
@@ -173,6 +191,8 @@ def test_build_site_spreads_stories_over_portals_and_quotes_other_stories():
     assert [p.doc_id for p in site.pages] == [d["id"] for d in docs]
     story_of = {d["id"]: d["story"] for d in docs}
     portal_of = {"p1": "one", "p2": "two", "p3": "three", "g1": "gbk"}
+    portal_of.update({f"{n}#{k}": f"{p}+{k}" for n, p in list(portal_of.items()) for k in HARD_VARIANTS})
+    assert len(site.hot) == 1 and all(len(lines) == len(docs) for lines in site.hot.values())  # one hot shell of 4
     by_story: dict[str, list[str]] = {}
     for page in site.pages:
         by_story.setdefault(story_of[page.doc_id], []).append(portal_of[page.shell])
@@ -190,7 +210,7 @@ def test_build_site_spreads_stories_over_portals_and_quotes_other_stories():
 
 def test_the_server_serves_lists_articles_robots_and_a_site_file_that_matches_them():
     site = build_site(docs_fixture(), shells_fixture(), seed=1, list_size=4)
-    with PageBenchServer(site) as server:
+    with LoopbackServer(site.responses()) as server:
         base = server.base_url
         assert base.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(base + "/list/1.html") as response:
@@ -204,13 +224,14 @@ def test_the_server_serves_lists_articles_robots_and_a_site_file_that_matches_th
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(base + "/nothing.html")
         assert missing.value.code == 404
-        (entry,) = parse_sites(server.sites_toml())
-        assert entry.start_urls == (base + "/list/1.html",)
-        assert all(entry.is_article(base + p.path) for p in site.pages)
-        assert entry.is_followable(base + "/list/2.html") and not entry.is_article(base + "/list/2.html")
+        entries = parse_sites(site.sites_toml(base))  # one site per portal
+        assert len(entries) == len({p.path.split("/")[1] for p in site.pages}) >= 2
+        assert all(e.start_urls == (base + "/list/1.html",) for e in entries)
+        assert all(sum(e.is_article(base + p.path) for e in entries) == 1 for p in site.pages)
+        assert entries[0].is_followable(base + "/list/2.html") and not entries[0].is_article(base + "/list/2.html")
         assert server.requests_served[page.path] == 1
     with pytest.raises(ValueError, match="loopback"):
-        PageBenchServer(site, host="0.0.0.0")
+        LoopbackServer(site.responses(), host="0.0.0.0")
 
 
 def test_predicted_clusters_and_sizes():
@@ -231,7 +252,8 @@ def test_a_small_page_level_run_through_the_real_spider(shared_data, tmp_path):
     crawl = result["crawl"]
     assert crawl["article_requests"] == crawl["pages"] == result["docs"]
     assert crawl["exported"] + crawl["skipped"] == crawl["pages"] and crawl["unknown_urls"] == 0
-    assert result["shells"]["passed"] >= 8 and result["shells"]["gbk_pages"] > 0
+    assert result["shells"]["real"] >= 8 and result["shells"]["gbk_pages"] > 0
+    assert all(n >= 1 for n in result["shells"]["hard"].values()) and result["extraction"]["f1_by_shell"]
     assert result["pairs"]["true"] > 10
     assert result["f1"] > 0.8, result
     assert (tmp_path / "export.jsonl").stat().st_size > 0

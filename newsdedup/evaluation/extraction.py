@@ -1,45 +1,50 @@
-"""Measure article extraction on the shared real pages: text F1, metadata accuracy, related-reading leaks.
+"""Measure article extraction on the shared real pages, so that the figures predict pages never seen.
 
-Run ``python -m newsdedup.evaluation.extraction --data ../shared/data`` (prints a report, writes nothing;
-``--json`` prints the dict instead). :func:`evaluate_extraction` returns the same figures as a dict.
+:func:`evaluate_extraction` returns every figure as a dict (``newsdedup eval`` writes it into results.json).
 
-Text quality: bag-of-jieba-tokens precision/recall/F1. Both texts are segmented with ``jieba.lcut``
-(default dictionary, precise mode, HMM on); tokens are stripped of whitespace and dropped when empty or
-made only of punctuation, symbols, separators or control characters (Unicode categories P*, S*, Z*, C*).
-Precision = |pred ∩ gold| / |pred| and recall = |pred ∩ gold| / |gold| over token MULTISETS (min counts),
-F1 their harmonic mean; a page whose extraction is refused (SkipPage) or empty scores 0. Reported per set and
-as the unweighted mean over pages, for our :func:`~newsdedup.extract.extractor.extract_article` and for
-plain ``trafilatura.extract(html, deduplicate=False)`` on the same decoded HTML.
+**Text quality**: bag-of-jieba-tokens precision/recall/F1 (:func:`token_prf`: ``jieba.lcut`` tokens without
+whitespace and punctuation/symbol-only tokens, as multisets), the unweighted mean over pages; a refused or
+empty extraction scores 0 and is counted in ``empty``. Four readings of every page: ours one page at a time
+(``ours``), ours with the site's template learned from other pages of the same portal (``ours_template``,
+xmu-finance-news only), ``trafilatura.extract`` with its defaults (``trafilatura``) and in its precision
+mode (``trafilatura_precision``, ``favor_precision=True``); trafilatura always gets the decoded HTML and
+``deduplicate=False``.
 
-Gold per set: ``cwced`` hand-copied texts (the target); ``readability-zh`` Readability.js's expected
-article (tags stripped); ``newspaper-goose-zh`` newspaper4k's expected texts and goose3's
-``cleaned_text`` (other tools' accepted output: sanity checks, not ground truth).
+**Gold**: ``cwced`` hand-copied text; ``xmu-finance-news`` hand-labelled node text (no title), per portal,
+``clean`` = the pages its curators did not mark ``suspect`` (gold missing paragraphs or wrong), ``core`` = clean
+pages against the gold without the lines a tenth or more of the portal's golds share (notices such as nbd's
+copyright footer, kept by the curators, dropped by the extractor on purpose: derived from the gold files alone,
+the same for every reading; the raw figures are reported beside it); ``small-zh-gold``
+the CCTV page's hand-written gold without its first line (the headline: bodies exclude it) and the People
+page's paragraphs as fundus's site parser gives them; ``readability-zh`` and ``newspaper-goose-zh`` other tools'
+accepted output (sanity checks, not ground truth); ``trafilatura-zh`` must/must-not-contain snippets.
 
-Metadata on cwced: date accuracy = every field the gold states (year, month, day, hour, minute, second)
-equals ours, and "no date" when the gold is UNKNOWN or not a date; author accuracy = the set of gold
-names (split at spaces, 、 and commas) equals ours (``author_overlap`` counts any shared name), and
-"no author" when the gold is UNKNOWN.
+**Held out**: the extractor's rules and numbers were developed on :data:`DEVELOPMENT` (their failures looked
+at, thresholds chosen there); every other gold set and xmu portal was only run to report, so its figure is
+what a new portal should expect. Templates are learned two-fold: each portal's pages in id order are split
+into odd and even, and each half is read with the template the other half taught (no page teaches its own).
+``target`` is the bar issue 10 sets: F1 >= 0.93 and >= trafilatura's precision mode + 0.03, or, where that
+mode already reads above 0.95, >= 0.98 and above it.
 
-Related-reading leaks, over cwced, gne (tests/ and visiable_test/), trafilatura-zh, readability-zh and
-newspaper-goose-zh: a body leaks when (a) one of its lines is a related-reading heading
-(:func:`~newsdedup.extract.related.is_related_heading`, e.g. "相关阅读：", "24小时排行") or (b) it contains a
-headline listed under such a heading in the raw page (the text, 8+ characters, of one of the first 15 links
-that follow the heading inside its block, the heading's nearest ancestor (up to 4 levels) holding links, when the link is a list item rather than a link inside running text,
-has 4+ CJK characters, and is not the page's own headline, which ranking lists often repeat) standing
-(nearly) alone on a line of the body (within a longer sentence it is the article quoting the same fact).
-``heading_word_pages`` also counts bodies containing any heading word anywhere (running text may use
-words such as 排行 legitimately, so that figure is informational).
+**Related-reading leaks** over cwced, gne, trafilatura-zh, readability-zh and newspaper-goose-zh: a body leaks
+when a line is a related-reading heading (:func:`~newsdedup.extract.related.is_related_heading`) or holds,
+(nearly) alone, a headline listed under such a heading in the raw page (:func:`related_headlines`: the text,
+8+ characters and 4+ CJK, of one of the first 15 list-item links after the heading within its block, and not
+the page's own headline). **Metadata** on cwced: a date is right when every field the gold states matches,
+an author when the sets of names are equal.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
+import concurrent.futures
+import csv
+import gzip
 import json
 import re
-import sys
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import lxml.html
@@ -48,15 +53,15 @@ from newsdedup.extract.decode import decode_html
 from newsdedup.extract.extractor import SkipPage, extract_article
 from newsdedup.extract.metadata import visible_text
 from newsdedup.extract.related import RELATED_HEADINGS, is_related_heading, normalize_heading
+from newsdedup.extract.template import SiteTemplate
 
-__all__ = [
-    "bag_of_tokens",
-    "token_prf",
-    "evaluate_extraction",
-    "format_report",
-    "main",
-]
+__all__ = ["DEVELOPMENT", "bag_of_tokens", "evaluate_extraction", "find_leaks", "related_headlines", "token_prf"]
 
+#: What the extractor was developed on: whole gold sets, and xmu-finance-news portals. The rest is held out.
+DEVELOPMENT = {"cwced": None, "trafilatura-zh": None, "xmu-finance-news": ("cjw", "hexun", "sina", "xinhua")}
+#: Other tools' output, not human gold: reported, never a target.
+SANITY = ("readability-zh", "newspaper-goose-zh")
+READINGS = ("ours", "ours_template", "trafilatura", "trafilatura_precision")
 _LEAK_LINKS_AFTER_HEADING = 15
 _MIN_HEADLINE_CHARS = 8
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -93,81 +98,327 @@ def token_prf(predicted: str, gold: str) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-# ---------------------------------------------------------------- data sets
+# ---------------------------------------------------------------------------------------- pages
 
 
-def _read_text(path: Path) -> str:
+@dataclass(frozen=True)
+class GoldPage:
+    """One page with gold text: its set, group (the portal for xmu-finance-news, else the set) and whether its
+    gold is trusted (``clean``)."""
+
+    set: str
+    group: str
+    name: str
+    path: Path
+    gold: str
+    clean: bool = True
+    core: str | None = None  # xmu-finance-news: the gold without the lines a tenth of its portal's golds share
+
+    def html(self) -> bytes:
+        data = self.path.read_bytes()
+        return gzip.decompress(data) if self.path.suffix == ".gz" else data
+
+
+def _text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def _html_text(html: str) -> str:
-    return visible_text(lxml.html.document_fromstring(html))
-
-
-def _text_pages(data: Path) -> dict[str, list[dict]]:
-    """Pages with gold main text, per set: {"name", "path", "gold"}."""
-    sets: dict[str, list[dict]] = {}
-    cwced = data / "cwced"
-    if (cwced / "original").is_dir():
-        sets["cwced"] = [
-            {"name": p.stem, "path": p, "gold": _read_text(cwced / "cleaned" / f"{p.stem}.txt")}
-            for p in sorted((cwced / "original").glob("*.html"))
-            if (cwced / "cleaned" / f"{p.stem}.txt").is_file()
-        ]
-    readability = data / "readability-zh" / "test" / "test-pages"
-    if readability.is_dir():
-        sets["readability-zh"] = [
-            {"name": d.name, "path": d / "source.html", "gold": _html_text(_read_text(d / "expected.html"))}
-            for d in sorted(readability.iterdir())
-            if (d / "source.html").is_file() and (d / "expected.html").is_file()
-        ]
-    ng = data / "newspaper-goose-zh"
+def _gold_pages(data: Path) -> list[GoldPage]:
     pages = []
-    n4k = ng / "newspaper4k" / "tests" / "data"
-    for html in sorted((n4k / "html").glob("chinese_article*.html")) if n4k.is_dir() else []:
-        txt = n4k / "txt" / f"{html.stem}.txt"
-        if txt.is_file():
-            pages.append({"name": f"newspaper4k/{html.stem}", "path": html, "gold": _read_text(txt)})
-    goose = ng / "goose3" / "tests" / "data" / "content"
-    if (goose / "test_bbc_chinese.html").is_file():
-        expected = json.loads(_read_text(goose / "test_bbc_chinese.json"))["expected"]
-        pages.append({"name": "goose3/test_bbc_chinese", "path": goose / "test_bbc_chinese.html",
-                      "gold": expected.get("cleaned_text", "")})
-    if pages:
-        sets["newspaper-goose-zh"] = pages
-    return sets
+    cwced = data / "cwced"
+    for p in sorted((cwced / "original").glob("*.html")):
+        if (cwced / "cleaned" / f"{p.stem}.txt").is_file():
+            pages.append(GoldPage("cwced", "cwced", p.stem, p, _text(cwced / "cleaned" / f"{p.stem}.txt")))
+    xmu = data / "xmu-finance-news"
+    if (xmu / "quality.derived.tsv").is_file():
+        with (xmu / "quality.derived.tsv").open(encoding="utf-8") as rows:
+            xmu_rows = [(row, _text(xmu / "gold" / f"{row['id']}.txt")) for row in csv.DictReader(rows, delimiter="\t")]
+        # Lines a tenth or more of a portal's golds share are the portal's notices (nbd's copyright footer, sina's
+        # editor lines), which its curators kept and the extractor drops on purpose; no article repeats on as many.
+        shared = collections.Counter((row["site"], line) for row, gold in xmu_rows
+                                     for line in {normalize_heading(x) for x in gold.splitlines()} if line)
+        portal_pages = collections.Counter(row["site"] for row, _ in xmu_rows)
+        for row, gold in xmu_rows:
+            core = "\n".join(x for x in gold.splitlines() if shared[row["site"], normalize_heading(x)] < 0.1 * portal_pages[row["site"]])
+            pages.append(GoldPage("xmu-finance-news", row["site"], row["id"], xmu / "pages" / f"{row['id']}.html.gz",
+                                  gold, row["suspect"] == "no", core))
+    small = data / "small-zh-gold"
+    for gold in sorted((small / "htmltotext-benchmark" / "gold").glob("*.txt")):
+        lines = _text(gold).strip().splitlines()  # the first line is the headline
+        pages.append(GoldPage("small-zh-gold", "small-zh-gold", gold.stem,
+                              small / "htmltotext-benchmark" / "pages" / f"{gold.stem}.html", "\n".join(lines[1:])))
+    if (small / "fundus" / "People.json").is_file():
+        body = json.loads(_text(small / "fundus" / "People.json"))["V1"]["body"]
+        paragraphs = [p for section in body["sections"] for p in section["paragraphs"]]
+        pages.append(GoldPage("small-zh-gold", "small-zh-gold", "fundus-people",
+                              small / "fundus" / "People_2024_04_24.html.gz", "\n".join(paragraphs)))
+    for d in sorted((data / "readability-zh" / "test" / "test-pages").glob("*/")):
+        if (d / "source.html").is_file() and (d / "expected.html").is_file():
+            gold = visible_text(lxml.html.document_fromstring(_text(d / "expected.html")))
+            pages.append(GoldPage("readability-zh", "readability-zh", d.name, d / "source.html", gold))
+    n4k = data / "newspaper-goose-zh" / "newspaper4k" / "tests" / "data"
+    for p in sorted((n4k / "html").glob("chinese_article*.html")):
+        if (n4k / "txt" / f"{p.stem}.txt").is_file():
+            pages.append(GoldPage("newspaper-goose-zh", "newspaper-goose-zh", p.stem, p, _text(n4k / "txt" / f"{p.stem}.txt")))
+    goose = data / "newspaper-goose-zh" / "goose3" / "tests" / "data" / "content"
+    if (goose / "test_bbc_chinese.json").is_file():
+        expected = json.loads(_text(goose / "test_bbc_chinese.json"))["expected"]
+        pages.append(GoldPage("newspaper-goose-zh", "newspaper-goose-zh", "goose3/test_bbc_chinese",
+                              goose / "test_bbc_chinese.html", expected.get("cleaned_text", "")))
+    return pages
 
 
 def _leak_pages(data: Path) -> list[Path]:
-    paths: list[Path] = []
-    paths += sorted((data / "cwced" / "original").glob("*.html"))
-    paths += sorted((data / "gne" / "tests").glob("*/*.html"))
-    paths += sorted((data / "gne" / "visiable_test").glob("*/*.html"))
-    paths += sorted((data / "trafilatura-zh" / "tests").glob("*/*.html"))
-    paths += sorted((data / "readability-zh" / "test" / "test-pages").glob("*/source.html"))
-    paths += sorted((data / "newspaper-goose-zh").glob("*/tests/data/*/*.html"))
-    paths += sorted((data / "newspaper-goose-zh").glob("*/tests/data/html/*.html"))
-    return sorted(set(paths))
+    patterns = ("cwced/original/*.html", "gne/tests/*/*.html", "gne/visiable_test/*/*.html", "trafilatura-zh/tests/*/*.html",
+                "readability-zh/test/test-pages/*/source.html", "newspaper-goose-zh/*/tests/data/*/*.html",
+                "newspaper-goose-zh/*/tests/data/html/*.html")
+    return sorted({p for pattern in patterns for p in data.glob(pattern)})
 
 
-# ---------------------------------------------------------------- extractors
+def _split(page: GoldPage) -> str:
+    if page.set in SANITY:
+        return "sanity"
+    if page.set not in DEVELOPMENT:
+        return "held_out"
+    portals = DEVELOPMENT[page.set]
+    return "development" if portals is None or page.group in portals else "held_out"
 
 
-def _ours(path: Path) -> str:
+# ---------------------------------------------------------------------------------------- readings
+
+
+def _read(html: bytes, reading: str, boilerplate: frozenset[int] = frozenset()) -> dict:
+    """One reading of one page: text (and for ours the metadata and block hashes)."""
+    if reading.startswith("trafilatura"):
+        import trafilatura
+
+        text = trafilatura.extract(decode_html(html).text, deduplicate=False,
+                                   favor_precision=reading == "trafilatura_precision") or ""
+        return {"text": text}
     try:
-        return extract_article(path.read_bytes(), min_chars=0).text
+        article = extract_article(html, min_chars=0, boilerplate=boilerplate)
     except SkipPage:
-        return ""
+        return {"text": "", "title": None, "published_at": None, "author": None, "lines": [], "body": []}
+    return {"text": article.text, "title": article.title, "published_at": article.published_at,
+            "author": article.author, "lines": list(article.block_hashes), "body": list(article.body_hashes)}
 
 
-def _plain_trafilatura(path: Path) -> str:
-    import trafilatura
+def _job(job: tuple) -> dict:
+    """A reading of a gold page (scored) or a leak page (checked); a top-level function for worker processes."""
+    kind, path, reading, boilerplate, golds = job
+    html = path.read_bytes() if path.suffix != ".gz" else gzip.decompress(path.read_bytes())
+    result = _read(html, reading, boilerplate)
+    if kind == "gold":
+        result["prf"], result["core_prf"] = (token_prf(result["text"], gold) if gold is not None else None for gold in golds)
+    else:
+        result["leaks"] = find_leaks(result["text"], related_headlines(decode_html(html).text))
+        result["heading_word"] = any(word in normalize_heading(result["text"]) for word in RELATED_HEADINGS)
+    return result
 
-    html = decode_html(path.read_bytes()).text
-    return trafilatura.extract(html, deduplicate=False) or ""
+
+def _run(jobs: Sequence[tuple], workers: int | None, progress: Callable[[str], None] | None) -> list[dict]:
+    if workers == 0:
+        results = map(_job, jobs)
+        executor = None
+    else:
+        executor = concurrent.futures.ProcessPoolExecutor(workers)
+        results = executor.map(_job, jobs, chunksize=4)
+    out = []
+    try:
+        for job, result in zip(jobs, results):
+            if progress:
+                progress(f"{job[2]} {job[1].name}")
+            out.append(result)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    return out
 
 
-# ---------------------------------------------------------------- leaks
+def _two_fold_templates(pages: Sequence[GoldPage], first: dict[str, dict]) -> dict[str, frozenset[int]]:
+    """For each xmu page, the boilerplate its portal's other half of pages (odd/even in id order) teaches."""
+    boilerplate = {}
+    by_portal = collections.defaultdict(list)
+    for page in pages:
+        by_portal[page.group].append(page)
+    for portal_pages in by_portal.values():
+        for fold in (0, 1):
+            template = SiteTemplate()
+            for n, page in enumerate(portal_pages):
+                if n % 2 != fold:
+                    template.learn(first[page.name]["lines"], first[page.name]["body"])
+            learned = template.boilerplate()
+            boilerplate.update({page.name: learned for n, page in enumerate(portal_pages) if n % 2 == fold})
+    return boilerplate
+
+
+# ---------------------------------------------------------------------------------------- scores
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def _summary(pages: Sequence[GoldPage], scores: dict[str, dict[str, tuple]], empty: dict[str, set[str]]) -> dict:
+    """Mean P/R/F1 of every reading over ``pages``, the empty bodies of ours (the crawl's reading: with the
+    template where there is one), and the target check."""
+    summary: dict = {"pages": len(pages)}
+    for reading, by_page in scores.items():
+        rows = [by_page[p.name] for p in pages if p.name in by_page]
+        if rows:
+            summary[reading] = {m: _mean(r[i] for r in rows) for i, m in enumerate(("precision", "recall", "f1"))}
+    ours = "ours_template" if "ours_template" in summary else "ours"
+    summary["empty"] = sum(1 for p in pages if p.name in empty[ours])
+    best = summary[ours]["f1"]
+    if "trafilatura_precision" in summary:
+        precision = summary["trafilatura_precision"]["f1"]
+        summary["target"] = 0.98 if precision > 0.95 else round(max(0.93, precision + 0.03), 4)
+        summary["meets_target"] = best >= summary["target"] and best > precision
+    return summary
+
+
+def evaluate_extraction(
+    data_dir: Path | str,
+    *,
+    baseline: bool = True,
+    sets: Iterable[str] | None = None,
+    workers: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Every extraction figure on ``data_dir`` (the shared data folder) as a JSON-serialisable dict.
+
+    ``baseline=False`` skips trafilatura (no target check then); ``sets`` limits the gold pages to those sets
+    or ``set/group`` entries (``"xmu-finance-news/people"``), and leaves out the leak check unless it holds
+    ``"leaks"`` (None: everything); ``workers`` processes read the pages (None: one per core, 0: this process).
+    """
+    data = Path(data_dir)
+    if not data.is_dir():
+        raise ValueError(f"data directory {data} not found; pass --data pointing at shared/data")
+    wanted = None if sets is None else set(sets)
+    gold = [p for p in _gold_pages(data) if wanted is None or p.set in wanted or f"{p.set}/{p.group}" in wanted]
+    leak_paths = _leak_pages(data) if wanted is None or "leaks" in wanted else []
+    xmu = [p for p in gold if p.set == "xmu-finance-news"]
+    readings = ["ours"] + (["trafilatura", "trafilatura_precision"] if baseline else [])
+    jobs = [("gold", p.path, r, frozenset(), (p.gold, p.core)) for r in readings for p in gold]
+    jobs += [("leak", path, "ours", frozenset(), None) for path in leak_paths]
+    results = _run(jobs, workers, progress)
+    first = {job[1]: result for job, result in zip(jobs, results) if job[2] == "ours" and job[0] == "gold"}
+    by_name = {p.name: first[p.path] for p in gold}
+    learned = _two_fold_templates(xmu, by_name)
+    template_results = _run([("gold", p.path, "ours_template", learned[p.name], (p.gold, p.core)) for p in xmu], workers, progress)
+    name_of = {p.path: p.name for p in gold}
+    scores: dict[str, dict[str, tuple]] = collections.defaultdict(dict)
+    core_scores: dict[str, dict[str, tuple]] = collections.defaultdict(dict)
+    empty: dict[str, set[str]] = collections.defaultdict(set)  # reading -> pages it read nothing from
+    for (kind, path, reading, _, _), result in [*zip(jobs, results), *zip(
+            [("gold", p.path, "ours_template", None, None) for p in xmu], template_results)]:
+        if kind == "gold":
+            scores[reading][name_of[path]] = result["prf"]
+            if result["core_prf"] is not None:
+                core_scores[reading][name_of[path]] = result["core_prf"]
+            if not result["text"].strip():
+                empty[reading].add(name_of[path])
+
+    report: dict = {"development": {k: list(v) if v else "all" for k, v in DEVELOPMENT.items()}, "sets": {}}
+    for set_name in dict.fromkeys(p.set for p in gold):
+        pages = [p for p in gold if p.set == set_name]
+        summary = {"split": _split(pages[0]) if set_name != "xmu-finance-news" else "portals", **_summary(pages, scores, empty)}
+        if set_name == "xmu-finance-news":
+            summary["clean"] = _summary([p for p in pages if p.clean], scores, empty)
+            summary["portals"] = {}
+            for portal in dict.fromkeys(p.group for p in pages):
+                portal_pages = [p for p in pages if p.group == portal]
+                clean = [p for p in portal_pages if p.clean]
+                summary["portals"][portal] = {"split": _split(portal_pages[0]), **_summary(portal_pages, scores, empty),
+                                              "clean": _summary(clean, scores, empty), "core": _summary(clean, core_scores, empty)}
+        if set_name in SANITY:
+            summary.pop("target", None), summary.pop("meets_target", None)
+        report["sets"][set_name] = summary
+    report["held_out"] = _held_out(report["sets"])
+    report["pages"] = {p.name: {"set": p.set, **{r: round(scores[r][p.name][2], 4) for r in READINGS if p.name in scores[r]}}
+                       for p in gold}
+    report["metadata"] = _metadata(data, [p for p in gold if p.set == "cwced"], by_name)
+    leak_results = {job[1]: result for job, result in zip(jobs, results) if job[0] == "leak"}
+    report["leaks"] = {
+        "pages": len(leak_paths),
+        "leaking_pages": sum(1 for r in leak_results.values() if r["leaks"]),
+        "heading_word_pages": sum(1 for r in leak_results.values() if r["heading_word"]),
+        "details": [{"page": str(path.relative_to(data)), "leaks": r["leaks"][:5]} for path, r in leak_results.items() if r["leaks"]],
+    }
+    report["snippets"] = _snippets(data, readings) if wanted is None or "trafilatura-zh" in wanted else {}
+    return report
+
+
+def _held_out(sets: dict) -> dict:
+    """The held-out gold sets and portals: how many meet the target, the lowest F1, empty bodies."""
+    units = {name: s for name, s in sets.items() if s["split"] == "held_out"}
+    units.update({f"xmu-finance-news/{name}": s["core"] for name, s in sets.get("xmu-finance-news", {}).get("portals", {}).items()
+                  if s["split"] == "held_out"})
+    if not units:
+        return {}
+    figures = {name: s.get("ours_template", s["ours"])["f1"] for name, s in units.items()}
+    return {"units": sorted(units), "meeting_target": sum(1 for s in units.values() if s.get("meets_target")),
+            "min_f1": min(figures.values()), "empty": sum(s["empty"] for s in units.values()), "f1": figures}
+
+
+def _metadata(data: Path, pages: Sequence[GoldPage], ours: dict[str, dict]) -> dict:
+    if not pages:
+        return {}
+    dates = authors = overlap = dated = dated_ok = 0
+    misses = []
+    for page in pages:
+        result = ours[page.name]
+        gold_date = _gold_date(_text(data / "cwced" / "date" / f"{page.name}.txt"))
+        fields = tuple(int(n) for n in re.findall(r"\d+", result["published_at"] or "")[:6]) or None
+        ok = fields is None if gold_date is None else fields is not None and fields[: len(gold_date)] == gold_date
+        dates += ok
+        dated += gold_date is not None
+        dated_ok += ok and gold_date is not None
+        gold_names, names = _names(_text(data / "cwced" / "author" / f"{page.name}.txt")), _names(result["author"])
+        authors += gold_names == names
+        overlap += (gold_names == names) or bool(gold_names & names)
+        if not ok or gold_names != names:
+            misses.append({"page": page.name[:8], "date": result["published_at"], "gold_date": gold_date,
+                           "author": result["author"], "gold_author": " ".join(sorted(gold_names)) or None})
+    n = len(pages)
+    return {"pages": n, "date_accuracy": round(dates / n, 4), "date_accuracy_dated_pages": round(dated_ok / max(dated, 1), 4),
+            "author_accuracy": round(authors / n, 4), "author_overlap": round(overlap / n, 4), "misses": misses}
+
+
+def _gold_date(text: str) -> tuple[int, ...] | None:
+    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    return tuple(numbers[:6]) if numbers and 1990 <= numbers[0] <= 2100 else None
+
+
+def _names(text: str | None) -> set[str]:
+    if not text or text.strip().upper() in ("UNKNOWN", "UNKNWON"):
+        return set()
+    return {n.lower() for n in re.split(r"[\s、,，()（）]+", text) if n}
+
+
+def _snippets(data: Path, readings: Sequence[str]) -> dict:
+    gold_path = data / "trafilatura-zh" / "evaldata_zh.derived.json"
+    if not gold_path.is_file():
+        return {}
+    result: dict = {r: {"passed": 0, "total": 0} for r in readings} | {"failures": []}
+    for entry in json.loads(_text(gold_path)).values():
+        matches = list((data / "trafilatura-zh" / "tests").glob(f"*/{entry['file']}"))
+        if not matches:
+            continue
+        for reading in readings:
+            body = _read(matches[0].read_bytes(), reading)["text"]
+            checks = [("must_contain", s, s in body) for s in entry.get("with", [])]
+            checks += [("must_not_contain", s, s not in body) for s in entry.get("without", [])]
+            for check, snippet, ok in checks:
+                result[reading]["total"] += 1
+                result[reading]["passed"] += ok
+                if not ok:
+                    result["failures"].append({"extractor": reading, "file": entry["file"], check: snippet})
+    return result
+
+
+# ---------------------------------------------------------------------------------------- leaks
 
 
 def _block_of(el):
@@ -180,47 +431,38 @@ def _block_of(el):
 def related_headlines(html: str) -> set[str]:
     """Normalized headline texts listed under related-reading headings in the raw page."""
     root = lxml.html.document_fromstring(re.sub(r"^\s*<\?xml[^>]*\?>", "", html))
-    elements = [el for el in root.iter() if isinstance(el.tag, str)]
     # The article's own headline often sits in the site's ranking lists too: that is no leak.
     own_titles = [normalize_heading(el.text_content()) for el in root.iter("title", "h1")]
     own_titles += [normalize_heading(m.get("content") or "") for m in root.iter("meta")
                    if (m.get("property") or m.get("name") or "").lower() in ("og:title", "twitter:title")]
     own_titles = [t for t in own_titles if t]
     headlines: set[str] = set()
-    for el in elements:
-        if el.tag in ("script", "style", "title", "head"):
+    for el in root.iter():
+        if not isinstance(el.tag, str) or el.tag in ("script", "style", "title", "head"):
             continue
-        pieces = [el.text] + [child.tail for child in el]
-        if not any(piece and is_related_heading(piece) for piece in pieces):
+        if not any(piece and is_related_heading(piece) for piece in [el.text] + [child.tail for child in el]):
             continue
-        # The block the heading opens: its nearest ancestor (up to 4 levels) that holds links.
-        container = el
+        container = el  # the block the heading opens: its nearest ancestor (up to 4 levels) holding links
         for _ in range(4):
             if sum(1 for _ in container.iter("a")) >= 2 or container.getparent() is None:
                 break
             container = container.getparent()
-        links = [a for a in container.iter("a")]
-        position = {id(node): i for i, node in enumerate(container.iter())}
-        start = position.get(id(el), 0)
-        followers = [a for a in links if position[id(a)] > start][:_LEAK_LINKS_AFTER_HEADING]
+        position = {node: i for i, node in enumerate(container.iter())}  # the dict keeps each proxy alive
+        start = position.get(el, 0)
+        followers = [a for a in container.iter("a") if position[a] > start][:_LEAK_LINKS_AFTER_HEADING]
         for follower in followers:
             text = normalize_heading(follower.text_content())
             block = normalize_heading(_block_of(follower).text_content())
-            if (
-                len(text) >= _MIN_HEADLINE_CHARS
-                and len(_CJK.findall(text)) >= 4  # a headline, not a URL or an e-mail address
-                and len(block) <= 1.5 * len(text) + 20
-                and not any(text in title for title in own_titles)
-            ):
+            if (len(text) >= _MIN_HEADLINE_CHARS and len(_CJK.findall(text)) >= 4  # a headline, not a URL
+                    and len(block) <= 1.5 * len(text) + 20 and not any(text in title for title in own_titles)):
                 headlines.add(text)
     return headlines
 
 
 def find_leaks(body: str, headlines: Iterable[str]) -> list[str]:
-    """What in ``body`` is related-reading material: heading lines and listed headlines."""
+    """What in ``body`` is related-reading material: heading lines and listed headlines standing (nearly)
+    alone on a line (inside a longer sentence the same words are the article quoting the same fact)."""
     leaks = [line.strip() for line in body.splitlines() if line.strip() and is_related_heading(line)]
-    # A listed headline leaks when it stands (nearly) alone on a line; the same words inside a longer
-    # sentence are the article quoting the same fact.
     lines = [normalize_heading(line) for line in body.splitlines()]
     for headline in headlines:
         if any(headline in line and len(line) <= 1.5 * len(headline) + 10 for line in lines):
@@ -228,228 +470,51 @@ def find_leaks(body: str, headlines: Iterable[str]) -> list[str]:
     return leaks
 
 
-# ---------------------------------------------------------------- metadata gold
+# ---------------------------------------------------------------------------------------- output
 
 
-def _gold_date(text: str) -> tuple[int, ...] | None:
-    numbers = [int(n) for n in re.findall(r"\d+", text)]
-    if not numbers or not 1990 <= numbers[0] <= 2100:
-        return None
-    return tuple(numbers[:6])
-
-
-def _date_fields(iso: str | None) -> tuple[int, ...] | None:
-    if not iso:
-        return None
-    return tuple(int(n) for n in re.findall(r"\d+", iso)[:6])
-
-
-def _date_correct(pred: str | None, gold: tuple[int, ...] | None) -> bool:
-    fields = _date_fields(pred)
-    if gold is None:
-        return fields is None
-    return fields is not None and fields[: len(gold)] == gold
-
-
-def _names(text: str | None) -> set[str]:
-    if not text or text.strip().upper() in ("UNKNOWN", "UNKNWON"):
-        return set()
-    return {n.lower() for n in re.split(r"[\s、,，()（）]+", text) if n}
-
-
-# ---------------------------------------------------------------- main evaluation
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-def evaluate_extraction(
-    data_dir: Path | str, *, baseline: bool = True, progress: Callable[[str], None] | None = None
-) -> dict:
-    """Run every measure on ``data_dir`` (the shared data folder); returns a JSON-serialisable dict.
-
-    ``baseline=False`` skips plain trafilatura (its figures are then reported as None).
-    """
-    data = Path(data_dir)
-    if not data.is_dir():
-        raise ValueError(f"data directory {data} not found; pass --data pointing at shared/data")
-    report: dict = {"sets": {}, "pages": {}}
-    all_ours: list[float] = []
-    all_plain: list[float] = []
-    for set_name, pages in _text_pages(data).items():
-        rows = []
-        for page in pages:
-            if progress:
-                progress(f"{set_name}/{page['name']}")
-            ours = token_prf(_ours(page["path"]), page["gold"])
-            plain = token_prf(_plain_trafilatura(page["path"]), page["gold"]) if baseline else (0.0, 0.0, 0.0)
-            rows.append({"page": page["name"], "ours": ours, "trafilatura": plain})
-        summary = {"pages": len(rows)}
-        for key in ("ours", "trafilatura"):
-            summary[key] = {
-                metric: round(_mean([row[key][i] for row in rows]), 4)
-                for i, metric in enumerate(("precision", "recall", "f1"))
-            }
-        if not baseline:
-            summary["trafilatura"] = None
-        report["sets"][set_name] = summary
-        report["pages"][set_name] = [
-            {"page": r["page"], "ours_f1": round(r["ours"][2], 4), "trafilatura_f1": round(r["trafilatura"][2], 4)}
-            for r in rows
-        ]
-        all_ours += [r["ours"][2] for r in rows]
-        all_plain += [r["trafilatura"][2] for r in rows]
-    report["mean_f1_all_pages"] = {
-        "ours": round(_mean(all_ours), 4),
-        "trafilatura": round(_mean(all_plain), 4) if baseline else None,
-    }
-    report["metadata"] = _evaluate_metadata(data)
-    report["leaks"] = _evaluate_leaks(data, progress)
-    report["snippets"] = _evaluate_snippets(data, baseline=baseline)
-    return report
-
-
-def _evaluate_metadata(data: Path) -> dict:
-    cwced = data / "cwced"
-    if not (cwced / "original").is_dir():
-        return {}
-    dates = authors = overlap = n = dated = dated_ok = 0
-    misses = []
-    for path in sorted((cwced / "original").glob("*.html")):
-        try:
-            article = extract_article(path.read_bytes(), min_chars=0)
-            published, author = article.published_at, article.author
-        except SkipPage:
-            published = author = None
-        n += 1
-        gold_date = _gold_date(_read_text(cwced / "date" / f"{path.stem}.txt"))
-        ok = _date_correct(published, gold_date)
-        dates += ok
-        if gold_date is not None:
-            dated += 1
-            dated_ok += ok
-        gold_names, names = _names(_read_text(cwced / "author" / f"{path.stem}.txt")), _names(author)
-        authors += gold_names == names
-        overlap += (gold_names == names) or bool(gold_names & names)
-        if not ok or gold_names != names:
-            misses.append({"page": path.stem[:8], "date": published, "gold_date": gold_date, "author": author,
-                           "gold_author": " ".join(sorted(gold_names)) or None})
+def summarise(report: dict) -> dict:
+    """The figures results.json keeps (the floors' paths: ``cwced.f1``, ``held_out.min_f1``, ``leaks.leaking``...)."""
+    cwced, metadata, snippets = report["sets"].get("cwced", {}), report.get("metadata", {}), report.get("snippets", {})
     return {
-        "pages": n,
-        "date_accuracy": round(dates / n, 4) if n else 0.0,
-        "date_accuracy_dated_pages": round(dated_ok / dated, 4) if dated else 0.0,
-        "author_accuracy": round(authors / n, 4) if n else 0.0,
-        "author_overlap": round(overlap / n, 4) if n else 0.0,
-        "misses": misses,
+        "cwced": {**cwced.get("ours", {}), "pages": cwced.get("pages", 0),
+                  "date_accuracy": metadata.get("date_accuracy"), "author_accuracy": metadata.get("author_accuracy")},
+        "held_out": report["held_out"],
+        "development": report["development"],
+        "sets": report["sets"],
+        "leaks": {"pages": report["leaks"]["pages"], "leaking": report["leaks"]["leaking_pages"],
+                  "details": report["leaks"]["details"]},
+        "snippets": {"passed": snippets.get("ours", {}).get("passed", 0), "total": snippets.get("ours", {}).get("total", 0),
+                     **{f"{r}_passed": snippets[r]["passed"] for r in READINGS[2:] if r in snippets},
+                     "failures": snippets.get("failures", [])},
+        "metadata_misses": len(metadata.get("misses", [])),
     }
 
 
-def _evaluate_leaks(data: Path, progress: Callable[[str], None] | None) -> dict:
-    pages = leaking = word_pages = 0
-    details = []
-    for path in _leak_pages(data):
-        if progress:
-            progress(f"leaks {path}")
-        html = decode_html(path.read_bytes()).text
-        body = _ours(path)
-        pages += 1
-        leaks = find_leaks(body, related_headlines(html))
-        if leaks:
-            leaking += 1
-            details.append({"page": str(path.relative_to(data)), "leaks": leaks[:5]})
-        norm = normalize_heading(body)
-        word_pages += any(word in norm for word in RELATED_HEADINGS)
-    return {"pages": pages, "leaking_pages": leaking, "heading_word_pages": word_pages, "details": details}
+def format_markdown(ex: dict) -> list[str]:
+    """The extraction section of report.md from :func:`summarise`'s figures."""
+    def f1(summary: dict, reading: str) -> str:
+        return f"{summary[reading]['f1']:.3f}" if reading in summary else "-"
 
-
-def _evaluate_snippets(data: Path, *, baseline: bool = True) -> dict:
-    gold_path = data / "trafilatura-zh" / "evaldata_zh.derived.json"
-    if not gold_path.is_file():
-        return {}
-    gold = json.loads(_read_text(gold_path))
-    result = {"ours": {"passed": 0, "total": 0}, "trafilatura": {"passed": 0, "total": 0}, "failures": []}
-    for entry in gold.values():
-        matches = list((data / "trafilatura-zh" / "tests").glob(f"*/{entry['file']}"))
-        if not matches:
-            continue
-        extractors = [("ours", _ours)] + ([("trafilatura", _plain_trafilatura)] if baseline else [])
-        for key, extractor in extractors:
-            body = extractor(matches[0])
-            for snippet in entry.get("with", []):
-                ok = snippet in body
-                result[key]["total"] += 1
-                result[key]["passed"] += ok
-                if not ok:
-                    result["failures"].append({"extractor": key, "file": entry["file"], "must_contain": snippet})
-            for snippet in entry.get("without", []):
-                ok = snippet not in body
-                result[key]["total"] += 1
-                result[key]["passed"] += ok
-                if not ok:
-                    result["failures"].append({"extractor": key, "file": entry["file"], "must_not_contain": snippet})
-    return result
-
-
-def format_report(report: dict) -> str:
-    """The evaluation dict as a short plain-text report."""
-    lines = ["Extraction quality (bag-of-jieba-tokens, mean over pages)", ""]
-    lines.append(f"{'set':<20}{'pages':>6}  {'ours P/R/F1':<22}{'trafilatura P/R/F1':<22}")
-    for name, summary in report["sets"].items():
-        ours, plain = summary["ours"], summary["trafilatura"]
-        plain_text = f"{plain['precision']:.3f}/{plain['recall']:.3f}/{plain['f1']:.3f}" if plain else "-"
-        lines.append(
-            f"{name:<20}{summary['pages']:>6}  "
-            f"{ours['precision']:.3f}/{ours['recall']:.3f}/{ours['f1']:.3f}      {plain_text}"
-        )
-    mean = report["mean_f1_all_pages"]
-    plain_mean = f"{mean['trafilatura']:.3f}" if mean["trafilatura"] is not None else "-"
-    lines.append(f"{'all pages':<20}{'':>6}  F1 {mean['ours']:.3f}              F1 {plain_mean}")
-    meta = report.get("metadata") or {}
-    if meta:
-        lines += ["", f"cwced metadata ({meta['pages']} pages): date accuracy {meta['date_accuracy']:.3f} "
-                  f"(dated pages {meta['date_accuracy_dated_pages']:.3f}), author accuracy "
-                  f"{meta['author_accuracy']:.3f} (any shared name {meta['author_overlap']:.3f})"]
-    leaks = report["leaks"]
-    lines += ["", f"related-reading leaks: {leaks['leaking_pages']} of {leaks['pages']} pages "
-              f"(bodies containing a heading word anywhere: {leaks['heading_word_pages']})"]
-    for detail in leaks["details"][:10]:
-        lines.append(f"  {detail['page']}: {detail['leaks']}")
-    snippets = report.get("snippets") or {}
-    if snippets:
-        lines += ["", "trafilatura-zh snippet checks: ours {}/{}, trafilatura {}/{}".format(
-            snippets["ours"]["passed"], snippets["ours"]["total"],
-            snippets["trafilatura"]["passed"], snippets["trafilatura"]["total"])]
-        for failure in snippets["failures"]:
-            lines.append(f"  {failure}")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m newsdedup.evaluation.extraction", description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
-    parser.add_argument("--json", action="store_true", help="print the full result as JSON")
-    parser.add_argument("--pages", action="store_true", help="also list per-page F1 and metadata misses")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the plain-trafilatura comparison")
-    args = parser.parse_args(argv)
-    try:
-        report = evaluate_extraction(args.data, baseline=not args.no_baseline)
-    except ValueError as exc:
-        parser.error(str(exc))
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=1))
-        return 0
-    print(format_report(report))
-    if args.pages:
-        for set_name, rows in report["pages"].items():
-            print(f"\n{set_name}")
-            for row in rows:
-                print(f"  {row['page'][:40]:<42}ours {row['ours_f1']:.3f}  trafilatura {row['trafilatura_f1']:.3f}")
-        meta = report.get("metadata") or {}
-        for miss in meta.get("misses", []):
-            print(f"  metadata miss {miss}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    lines = ["## Extraction", "", "Bag-of-jieba-tokens F1, mean over pages (`newsdedup.evaluation.extraction`). "
+             "*development*: the rules and numbers were chosen looking at these pages; *held out*: only run to report. "
+             "xmu-finance-news portals: ours with the template learned on the portal's other half of pages; "
+             "*clean*: without the pages its curators marked suspect; *core*: clean pages against the gold without the "
+             "lines a tenth of the portal's golds share (its notices); the targets apply to core.", "",
+             "| set | split | pages | ours | ours + site template | trafilatura | trafilatura precision | target | met | empty |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [(name, s) for name, s in ex["sets"].items() if name != "xmu-finance-news"]
+    for portal, s in ex["sets"].get("xmu-finance-news", {}).get("portals", {}).items():
+        rows += [(f"xmu/{portal}", s), *((f"xmu/{portal} {k}", {**s[k], "split": s["split"]}) for k in ("clean", "core"))]
+    for name, s in rows:
+        met = {True: "yes", False: "**no**"}.get(s.get("meets_target"), "")
+        lines.append(f"| {name} | {s['split']} | {s['pages']} | {f1(s, 'ours')} | {f1(s, 'ours_template')} | "
+                     f"{f1(s, 'trafilatura')} | {f1(s, 'trafilatura_precision')} | {s.get('target', '')} | {met} | {s['empty']} |")
+    held, cw, snippets = ex["held_out"], ex["cwced"], ex["snippets"]
+    lines += ["", f"Held out: {held.get('meeting_target')} of {len(held.get('units', []))} sets and portals meet the target, "
+              f"lowest F1 {held.get('min_f1')}, {held.get('empty')} empty bodies. trafilatura-zh snippets: ours "
+              f"{snippets['passed']}/{snippets['total']}, trafilatura {snippets.get('trafilatura_passed')}, precision mode "
+              f"{snippets.get('trafilatura_precision_passed')}. cwced date accuracy {cw.get('date_accuracy')}, author accuracy "
+              f"{cw.get('author_accuracy')}. Pages leaking related-reading text: **{ex['leaks']['leaking']}** of "
+              f"{ex['leaks']['pages']}.", ""]
+    return lines

@@ -19,16 +19,14 @@ shells, which stay GBK with their own ``gb2312``/``gbk`` metas; :func:`build_sit
 GBK portals write them.  Junk documents (texts that are only JavaScript) go into a ``<script>`` in
 place of the body: a page whose content is rendered by script.
 
-Shells are checked before use (:func:`verify_shells`): probe texts are embedded with a related block
-and :func:`~newsdedup.extract.extractor.extract_article` must give them back (bag-of-jieba-tokens F1
-of at least ``min_f1``, no quoted related headline or first line in the text); shells that fail are
-dropped and counted.
-
-:func:`build_site` assigns documents to shells (the documents of one story on shells of different
-portals; unrelated documents share shells, so "different articles on the same shell" negatives come
-with it), renders every page and list pages of ``list_size`` links; :class:`PageBenchServer` serves
-them on 127.0.0.1 (ephemeral port) with a ``robots.txt`` and writes the site file (design.md §2)
-for ``scrapy crawl portal``.
+Every shell is used, however the extractor does on it (dropping the shells it fails on would hide exactly
+those failures). :func:`build_site` adds shells built the hard way from a sample of the real ones
+(:data:`HARD_VARIANTS`): a hot list of ~30 other documents' headlines with summary lines beside the article
+(the same on every page of the shell, as a portal's is), the body as bare text between ``<br>`` tags, the
+headline inside the body element. It assigns documents to shells (the documents of one story on shells of
+different portals; unrelated documents share shells, so "different articles on the same shell" negatives
+come with it) and renders every page and list pages of ``list_size`` links; :meth:`BenchSite.responses` is
+what :class:`~newsdedup.demo.server.LoopbackServer` serves on 127.0.0.1 for ``scrapy crawl portal``.
 
 Nothing of ``../shared/data`` ships with the package: shells are read at run time from ``data_dir``.
 """
@@ -37,46 +35,28 @@ from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import html
-import ipaddress
 import random
 import re
-import threading
 import zlib
-from concurrent.futures import Executor
-from functools import lru_cache
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import lxml.html
 from lxml import etree
 from lxml.html import HtmlElement
 
+from newsdedup.demo.server import Response, site_entry
 from newsdedup.extract.decode import decode_html
 from newsdedup.extract.related import measure, remove_boilerplate
 
 __all__ = [
-    "RELATED_HEADINGS_USED",
-    "SHELL_SOURCES",
-    "BenchPage",
-    "BenchSite",
-    "PageBenchServer",
-    "RelatedItem",
-    "Shell",
-    "ShellCheck",
-    "ShellError",
-    "build_site",
-    "first_line",
-    "load_shells",
-    "make_shell",
-    "related_block",
-    "render_page",
-    "token_f1",
-    "verify_shells",
+    "HARD_VARIANTS", "RELATED_HEADINGS_USED", "SHELL_SOURCES", "BenchPage", "BenchSite", "RelatedItem", "Shell",
+    "ShellError", "build_site", "first_line", "hard_variant", "load_shells", "make_shell", "related_block", "render_page",
 ]
 
 #: Where shells come from: (data set, glob under ``data_dir``).  Each file is one shell.
@@ -145,6 +125,7 @@ class Shell:
     template: str
     paragraph: str
     source_bytes: int = 0
+    bare: bool = False  # the body goes in as bare text between <br> tags, not as paragraphs
 
     @property
     def content_type(self) -> str:
@@ -540,7 +521,33 @@ def _body_html(shell: Shell, text: str, *, script: bool) -> str:
     if script:
         return '<script type="text/javascript">\n' + text.replace("</", "<\\/") + "\n</script>"
     lines = [html.escape(line.rstrip(), quote=False) for line in text.splitlines() if line.strip()]
+    if shell.bare:
+        return "<br>\n".join(lines)
     return "\n".join(f"{shell.paragraph}{line}</p>" for line in lines)
+
+
+#: How :func:`hard_variant` makes a shell harder.
+HARD_VARIANTS = ("hot_list", "bare_text", "headline_in_body")
+
+
+def hard_variant(shell: Shell, kind: str, hot: Sequence[RelatedItem] = ()) -> Shell:
+    """A harder copy of ``shell`` (a template of its own: another portal name): ``hot_list`` puts ``hot``
+    (headlines, each with its summary line, no links: a list rendered by script handlers) beside the article;
+    ``bare_text`` writes the body as text between ``<br>`` tags; ``headline_in_body`` repeats the headline as
+    the body element's first line."""
+    after = f"<{_RELATED_AFTER_TAG}></{_RELATED_AFTER_TAG}>"
+    template = shell.template
+    if kind == "hot_list":
+        if not hot:
+            raise ValueError("a hot_list variant needs the hot list's items")
+        rows = "".join(f"<li><b>{html.escape(i.headline)}</b> {html.escape(i.first_line)}</li>" for i in hot)
+        template = template.replace(after, f'{after}<div class="hot-news"><div class="tit">今日热点</div><ul>{rows}</ul></div>', 1)
+    elif kind == "headline_in_body":
+        template = template.replace(f"<{_BODY_TAG}>", f"<h1>{_TITLE_TOKEN}</h1><{_BODY_TAG}>", 1)
+    elif kind != "bare_text":
+        raise ValueError(f"kind must be one of {HARD_VARIANTS}, got {kind!r}")
+    return dataclasses.replace(shell, name=f"{shell.name}#{kind}", portal=f"{shell.portal}+{kind}", template=template,
+                               bare=kind == "bare_text")
 
 
 def render_page(
@@ -572,82 +579,6 @@ def render_page(
     return page.encode(shell.encoding, "xmlcharrefreplace")
 
 
-# ------------------------------------------------------------------------------------- verification
-
-
-@dataclass(frozen=True)
-class ShellCheck:
-    """How the extractor did on one shell: worst token F1 over the probes, and any related-block leak."""
-
-    name: str
-    f1: float
-    leaked: bool
-    error: str | None = None
-
-    def passed(self, min_f1: float) -> bool:
-        return self.error is None and not self.leaked and self.f1 >= min_f1
-
-
-@lru_cache(maxsize=16)
-def _gold_bag(text: str) -> collections.Counter[str]:
-    from newsdedup.evaluation.extraction import bag_of_tokens
-
-    return bag_of_tokens(text)
-
-
-def token_f1(predicted: str, gold: str) -> float:
-    """Bag-of-jieba-tokens F1 of ``predicted`` against ``gold`` (the extraction benchmark's measure)."""
-    from newsdedup.evaluation.extraction import bag_of_tokens
-
-    pred, ref = bag_of_tokens(predicted), _gold_bag(gold)
-    overlap = sum((pred & ref).values())
-    if not overlap:
-        return 0.0
-    precision, recall = overlap / sum(pred.values()), overlap / sum(ref.values())
-    return 2 * precision * recall / (precision + recall)
-
-
-def _check_shell(shell: Shell, probes: Sequence[tuple[str, str]], related: Sequence[RelatedItem], seed: int) -> ShellCheck:
-    from newsdedup.extract.extractor import SkipPage, extract_article
-
-    rng = random.Random(f"{seed}:{shell.name}")
-    quoted = _quoted(related)
-    worst, leaked = 1.0, False
-    for number, (title, text) in enumerate(probes):
-        block = related_block(related, heading=rng.choice(RELATED_HEADINGS_USED), layout=rng.randrange(5))
-        page = render_page(shell, title=title, text=text, related=block, related_inside=number % 2 == 0)
-        try:
-            article = extract_article(page)
-        except SkipPage as skip:
-            return ShellCheck(shell.name, 0.0, False, f"{skip.reason}: {skip}")
-        worst = min(worst, token_f1(article.text, text))
-        leaked = leaked or any(q and q in article.text for q in quoted)
-    return ShellCheck(shell.name, worst, leaked)
-
-
-def verify_shells(
-    shells: Sequence[Shell],
-    probes: Sequence[tuple[str, str]],
-    related: Sequence[RelatedItem],
-    *,
-    seed: int = 1,
-    executor: Executor | None = None,
-) -> list[ShellCheck]:
-    """Embed each ``(title, text)`` probe (with a related block of ``related``) into each shell and extract it.
-
-    Returns one :class:`ShellCheck` per shell, in order.  ``executor`` spreads the shells over its
-    workers.  The probe texts must not share wording with the related items.
-    """
-    if not probes:
-        raise ValueError("give at least one (title, text) probe")
-    if not related:
-        raise ValueError("give related items for the added related-reading block")
-    if executor is None:
-        return [_check_shell(s, probes, related, seed) for s in shells]
-    futures = [executor.submit(_check_shell, s, probes, related, seed) for s in shells]
-    return [f.result() for f in futures]
-
-
 # ------------------------------------------------------------------------------------- the site
 
 
@@ -671,30 +602,38 @@ class BenchSite:
 
     pages: list[BenchPage]
     list_pages: dict[str, bytes]
+    hot: dict[str, tuple[str, ...]]  # per hot-list shell, the lines of its hot list (a body holding one leaked it)
     robots_txt: bytes = b"User-agent: *\nDisallow: /admin/\n"
-    article_path_pattern: str = r"/[a-z0-9-]+/2018\d{4}/\d+\.shtml"
     list_path_pattern: str = r"/list/\d+\.html"
-    _by_path: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        self._by_path = {p.path: (p.body, p.content_type) for p in self.pages}
-        self._by_path.update({path: (body, "text/html; charset=utf-8") for path, body in self.list_pages.items()})
-        self._by_path["/robots.txt"] = (self.robots_txt, "text/plain; charset=utf-8")
 
     @property
     def doc_of_path(self) -> dict[str, str]:
         return {p.path: p.doc_id for p in self.pages}
 
-    def response(self, path: str) -> tuple[bytes, str] | None:
-        return self._by_path.get(path)
+    def sites_toml(self, base_url: str) -> str:
+        """The site file for a crawl of this site at ``base_url``: one site per portal (its pages' first path
+        segment), as a crawl of real portals has, so each learns its own template."""
+        portals = sorted({p.path.split("/")[1] for p in self.pages})
+        return "\n".join(site_entry(base_url, name=portal, start_paths=["/list/1.html"],
+                                     article_path=f"/{portal}/2018\\d{{4}}/\\d+\\.shtml",
+                                     follow_path=self.list_path_pattern) for portal in portals)
+
+    def responses(self) -> dict[str, Response]:
+        """What the server sends for each path."""
+        served = {p.path: Response(p.body, p.content_type) for p in self.pages}
+        served.update({path: Response(body) for path, body in self.list_pages.items()})
+        served["/robots.txt"] = Response(self.robots_txt, "text/plain; charset=utf-8")
+        return served
 
 
 _JUNK_KINDS = frozenset({"junk"})
 _MAX_PAGES = 90_000  # five-digit page numbers
 
 
-def _slug(portal: str) -> str:
-    return re.sub(r"[^a-z0-9-]+", "-", portal.lower()).strip("-")[:24] or "site"
+def _slugs(shells: Sequence[Shell]) -> dict[str, str]:
+    """A short unique URL segment (and site name) per portal: ``s007-gne-sina``."""
+    portals = sorted({s.portal for s in shells})
+    return {p: f"s{n:03d}-" + re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-")[-32:] for n, p in enumerate(portals)}
 
 
 def _assign(docs: Sequence[Mapping], shells: Sequence[Shell], rng: random.Random, gbk_share: float) -> list[Shell]:
@@ -742,11 +681,13 @@ def build_site(
     gbk_share: float = 0.2,
     list_size: int = 50,
     related_items: tuple[int, int] = (4, 8),
+    hard_share: float = 0.15,
 ) -> BenchSite:
     """Render every benchmark document (``{"id", "text", "title", "story", "kind"}``) into a page.
 
     Documents keep their order on the list pages (``list_size`` links each).  Each page gets a
     related-reading block of ``related_items`` (min, max) entries quoting documents of other stories.
+    For each of :data:`HARD_VARIANTS`, ``hard_share`` of the shells (at least one) get a hard variant too.
     """
     if not docs:
         raise ValueError("docs is empty: pass the benchmark documents")
@@ -765,10 +706,16 @@ def build_site(
     if len(set(ids)) != len(ids):
         raise ValueError("document ids repeat: give each document its own id")
     rng = random.Random(seed)
+    headlines = [RelatedItem("", d["title"].strip(), first_line(d["text"], limit=30)) for d in docs
+                 if d.get("kind") not in _JUNK_KINDS and d.get("title", "").strip()]
+    hard = [hard_variant(shell, kind, rng.sample(headlines, min(30, len(headlines))))
+            for kind in HARD_VARIANTS for shell in rng.sample(list(shells), max(1, round(hard_share * len(shells))))]
+    shells = [*shells, *hard]
     assigned = _assign(docs, shells, rng, gbk_share)
+    slugs = _slugs(shells)
     serials = rng.sample(range(10_000, 10_000 + _MAX_PAGES), len(docs))
     paths = [
-        f"/{_slug(shell.portal)}/2018{1 + n % 12:02d}{1 + n % 28:02d}/{serial}.shtml"
+        f"/{slugs[shell.portal]}/2018{1 + n % 12:02d}{1 + n % 28:02d}/{serial}.shtml"
         for n, (shell, serial) in enumerate(zip(assigned, serials))
     ]
     quotable = [
@@ -799,7 +746,8 @@ def build_site(
         f"/list/{n}.html": _list_page(n, len(lists), ((p.path, _link_text(docs_by_id, p)) for p in chunk))
         for n, chunk in enumerate(lists, start=1)
     }
-    return BenchSite(pages=pages, list_pages=list_pages)
+    hot = {s.name: tuple(re.findall(r"<li><b>(.*?)</b>", s.template)) for s in hard if s.portal.endswith("+hot_list")}
+    return BenchSite(pages=pages, list_pages=list_pages, hot={k: tuple(html.unescape(h) for h in v) for k, v in hot.items()})
 
 
 def _quoted(items: Sequence[RelatedItem]) -> tuple[str, ...]:
@@ -812,112 +760,3 @@ def _quoted(items: Sequence[RelatedItem]) -> tuple[str, ...]:
 def _link_text(docs_by_id: Mapping[str, Mapping], page: BenchPage) -> str:
     doc = docs_by_id[page.doc_id]
     return (doc.get("title") or "").strip() or first_line(doc["text"], limit=24)
-
-
-# ------------------------------------------------------------------------------------- the server
-
-
-class PageBenchServer:
-    """Serves a :class:`BenchSite` on 127.0.0.1 from a daemon thread; a context manager (start on enter)."""
-
-    def __init__(self, site: BenchSite, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise ValueError(f"host must be a loopback IP address such as '127.0.0.1', got {host!r}")
-        if not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ValueError(f"port must be an int in 0..65535 (0 = any free port), got {port!r}")
-        self.site = site
-        self._host, self._port = host, port
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.requests_served: collections.Counter[str] = collections.Counter()
-        """Requests received per URL path (query dropped), robots.txt and 404s included."""
-
-    @property
-    def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("the server is not running; call start() or use it as a context manager")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> None:
-        if self._httpd is not None:
-            raise RuntimeError("the server is already running")
-        httpd = ThreadingHTTPServer((self._host, self._port), _Handler)
-        httpd.daemon_threads = True
-        httpd.bench = self  # type: ignore[attr-defined]
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="newsdedup-page-bench", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def __enter__(self) -> PageBenchServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def sites_toml(self, *, name: str = "pagebench") -> str:
-        """A site file (design.md §2) with one site: the first list page as start, list pages followed."""
-        base = self.base_url
-        escaped = "".join("\\" + ch if ch in ".?+*()[]{}|^$\\" else ch for ch in base)
-        return (
-            "# Site file of the page-level reprint benchmark (newsdedup.evaluation.pages.PageBenchServer).\n"
-            "[[site]]\n"
-            f"name = '{name}'\n"
-            f"start_urls = ['{base}/list/1.html']\n"
-            'allowed_domains = ["127.0.0.1"]\n'
-            f"article_url_pattern = '{escaped}{self.site.article_path_pattern}'\n"
-            f"follow_url_pattern = '{escaped}{self.site.list_path_pattern}'\n"
-        )
-
-    def _count(self, path: str) -> None:
-        with self._lock:
-            self.requests_served[path] += 1
-
-
-_NOT_FOUND = b'<!DOCTYPE html><html><head><meta charset="utf-8"><title>404</title></head><body>404</body></html>'
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "nginx/1.24.0"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self._respond(include_body=True)
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._respond(include_body=False)
-
-    def _respond(self, *, include_body: bool) -> None:
-        bench: PageBenchServer = self.server.bench  # type: ignore[attr-defined]
-        path = urlsplit(self.path).path or "/"
-        bench._count(path)
-        found = bench.site.response(path)
-        status, (body, content_type) = (200, found) if found else (404, (_NOT_FOUND, "text/html; charset=utf-8"))
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if include_body:
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
-        """Silent: the crawl's log says what was fetched."""

@@ -64,29 +64,11 @@ class _Progress:
             self._bar = None
 
 
-def _extraction(data_dir: Path, progress: _Progress) -> dict:
-    from newsdedup.evaluation.extraction import evaluate_extraction
+def _extraction(data_dir: Path, progress: _Progress, workers: int | None) -> dict:
+    from newsdedup.evaluation.extraction import evaluate_extraction, summarise
 
     progress.stage("extraction")
-    report = evaluate_extraction(data_dir, progress=progress.step)
-    cwced = report["sets"].get("cwced", {})
-    metadata = report.get("metadata", {})
-    leaks = report.get("leaks", {})
-    snippets = report.get("snippets", {})
-    return {
-        "cwced": {**cwced.get("ours", {}), "pages": cwced.get("pages", 0),
-                  "date_accuracy": metadata.get("date_accuracy"), "author_accuracy": metadata.get("author_accuracy")},
-        "cwced_plain_trafilatura": cwced.get("trafilatura"),
-        "all_pages_f1": report["mean_f1_all_pages"],
-        "sets": report["sets"],
-        "leaks": {"pages": leaks.get("pages", 0), "leaking": leaks.get("leaking_pages", 0),
-                  "details": leaks.get("details", [])},
-        "snippets": {"passed": snippets.get("ours", {}).get("passed", 0),
-                     "total": snippets.get("ours", {}).get("total", 0),
-                     "plain_trafilatura_passed": snippets.get("trafilatura", {}).get("passed"),
-                     "failures": snippets.get("failures", [])},
-        "metadata_misses": len(metadata.get("misses", [])),
-    }
+    return summarise(evaluate_extraction(data_dir, workers=workers, progress=progress.step))
 
 
 def _method_table(items, docs, specs, progress: _Progress, workers: int | None) -> list[dict]:
@@ -153,7 +135,8 @@ def _page_level(data_dir: Path, out_dir: Path, docs: int, seed: int, progress: _
         "leaks": leaks["pages"],
         "leaks_detail": leaks,
         "crawl": result["crawl"],
-        "shells": {k: v for k, v in result["shells"].items() if k != "dropped"},
+        "shells": result["shells"],
+        "extraction": result["extraction"],  # token F1 of the crawl's bodies per shell kind, hot-list leaks
         "timings": result["timings"],
         "command": result["command"],
     }
@@ -195,7 +178,7 @@ def run_evaluation(
     try:
         if "extraction" in stages:
             mark = time.perf_counter()
-            results["extraction"] = _extraction(data_dir, bar)
+            results["extraction"] = _extraction(data_dir, bar, workers)
             timings["extraction"] = time.perf_counter() - mark
         if "text" in stages or "experiments" in stages:
             from newsdedup.evaluation.reprints import build_text_benchmark
@@ -274,20 +257,9 @@ def format_markdown(results: Mapping) -> str:
         "of documents that share a true story (the papers' measure).", "",
     ]
     if (ex := results.get("extraction")):
-        cw, plain = ex["cwced"], ex.get("cwced_plain_trafilatura") or {}
-        lines += [
-            "## Extraction", "",
-            "| measure | newsdedup | plain trafilatura |", "|---|---|---|",
-            f"| cwced bag-of-jieba-tokens P / R / F1 ({cw.get('pages')} pages) | {_f(cw.get('precision'))} / "
-            f"{_f(cw.get('recall'))} / **{_f(cw.get('f1'))}** | {_f(plain.get('precision'))} / {_f(plain.get('recall'))} / "
-            f"{_f(plain.get('f1'))} |",
-            f"| mean F1, all gold pages | {_f(ex['all_pages_f1']['ours'])} | {_f(ex['all_pages_f1']['trafilatura'])} |",
-            f"| cwced date accuracy | {_f(cw.get('date_accuracy'))} | |",
-            f"| cwced author accuracy | {_f(cw.get('author_accuracy'))} | |",
-            f"| trafilatura-zh snippet checks | {ex['snippets']['passed']}/{ex['snippets']['total']} | "
-            f"{ex['snippets'].get('plain_trafilatura_passed')}/{ex['snippets']['total']} |",
-            f"| pages leaking related-reading text | **{ex['leaks']['leaking']}** of {ex['leaks']['pages']} | |", "",
-        ]
+        from newsdedup.evaluation.extraction import format_markdown as extraction_markdown
+
+        lines += extraction_markdown(ex)
     for key, title, intro in (
         ("text_level", "Text level",
          "The seeded reprint benchmark from `sina-news-2018`, through `newsdedup dedup`'s code (exact stage, then "
@@ -311,7 +283,11 @@ def format_markdown(results: Mapping) -> str:
                 f"Crawl: {crawl['article_requests']} article pages in {crawl['crawl_seconds']} s, "
                 f"{crawl['exported']} exported {crawl['statuses']}, {crawl['skipped']} skipped "
                 f"{crawl['skipped_by_reason']}. Related-reading leaks: **{level['leaks']}** of "
-                f"{level['leaks_detail']['checked']} bodies.", "",
+                f"{level['leaks_detail']['checked']} bodies. Shells: {level['shells']['real']} real (every one the data "
+                f"gives) and hard variants {level['shells']['hard']}; extraction token F1 of the crawl's bodies by shell: "
+                + ", ".join(f"{k} {v['f1']} ({v['under_0.9']} of {v['pages']} under 0.9)"
+                            for k, v in level["extraction"]["f1_by_shell"].items())
+                + f"; bodies holding hot-list text: {level['extraction']['hot_list_leaks']['pages']}.", "",
             ]
     if (experiments := results.get("experiments")):
         from newsdedup.evaluation.experiments import format_markdown as experiments_markdown
@@ -324,12 +300,11 @@ def format_summary(results: Mapping) -> str:
     """The short table ``newsdedup eval`` prints."""
     lines = []
     if (ex := results.get("extraction")):
-        cw = ex["cwced"]
-        plain = ex.get("cwced_plain_trafilatura") or {}
+        held = ex["held_out"]
         lines.append(
-            f"extraction: cwced F1 {_f(cw.get('f1'))} (plain trafilatura {_f(plain.get('f1'))}), "
-            f"leaks {ex['leaks']['leaking']}/{ex['leaks']['pages']}, snippets {ex['snippets']['passed']}/"
-            f"{ex['snippets']['total']}, date {_f(cw.get('date_accuracy'))}, author {_f(cw.get('author_accuracy'))}"
+            f"extraction: cwced F1 {_f(ex['cwced'].get('f1'))}; held out: {held.get('meeting_target')}/"
+            f"{len(held.get('units', []))} meet the target, lowest F1 {_f(held.get('min_f1'))}, {held.get('empty')} empty; "
+            f"leaks {ex['leaks']['leaking']}/{ex['leaks']['pages']}, snippets {ex['snippets']['passed']}/{ex['snippets']['total']}"
         )
     text, pages = results.get("text_level"), results.get("page_level")
     if text or pages:

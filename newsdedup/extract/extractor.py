@@ -38,7 +38,7 @@ from lxml.html import HtmlElement
 from newsdedup.extract.decode import decode_html
 from newsdedup.extract.metadata import extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
-from newsdedup.extract.template import line_hash, page_blocks, strip_boilerplate
+from newsdedup.extract.template import PARAGRAPH_CHARS, line_hash, page_blocks, strip_boilerplate
 
 __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
 
@@ -117,8 +117,10 @@ class Article:
     author: str | None
     source: str | None  # the outlet a reprint names after 来源
     canonical_url: str | None
-    #: The distinct block hashes of the page, what its site's template learns from (:mod:`~newsdedup.extract.template`).
+    #: The distinct block hashes of the page, and of the paragraphs of its article: what its site's template
+    #: learns from (:mod:`~newsdedup.extract.template`).
     block_hashes: array = field(default_factory=lambda: array("Q"), compare=False, repr=False)
+    body_hashes: array = field(default_factory=lambda: array("Q"), compare=False, repr=False)
 
 
 class SkipPage(Exception):
@@ -158,6 +160,7 @@ def extract_article(
     brief_chars: int = 40,
     max_bytes: int = 5_000_000,
     boilerplate: AbstractSet[int] = frozenset(),
+    keep_shared_prose: bool = True,
 ) -> Article:
     """Extract the article from ``page`` (raw bytes or decoded HTML); raise :class:`SkipPage` when there is none.
 
@@ -166,14 +169,15 @@ def extract_article(
     an article body may have, ``brief_chars`` the least for a page with the shape of an article (a headline,
     a date or source line under it, the body block after it): news briefs are short. Fewer: ``too_short``.
     Pages over ``max_bytes`` are refused unparsed. ``boilerplate`` holds the block hashes of the site's
-    learned template (:class:`~newsdedup.extract.template.SiteTemplate`), deleted before anything is weighed.
+    learned template (:class:`~newsdedup.extract.template.SiteTemplate`), deleted before anything is weighed
+    (``keep_shared_prose``: see :func:`~newsdedup.extract.template.strip_boilerplate`).
 
     Arguments are validated up front (ValueError). After that, bad input of any kind (broken HTML, binary
     files, pages too large, pages without text) raises only :class:`SkipPage`.
     """
     _validate(page, url, remove_selectors, min_chars, brief_chars, max_bytes)
     try:
-        return _extract(page, url, tuple(remove_selectors), min_chars, brief_chars, max_bytes, boilerplate)
+        return _extract(page, url, tuple(remove_selectors), min_chars, brief_chars, max_bytes, boilerplate, keep_shared_prose)
     except SkipPage:
         raise
     except ValueError as exc:
@@ -189,7 +193,7 @@ def extract_article(
 
 def _extract(
     page: str | bytes, url: str | None, selectors: tuple[str, ...], min_chars: int, brief_chars: int, max_bytes: int,
-    boilerplate: AbstractSet[int],
+    boilerplate: AbstractSet[int], keep_shared_prose: bool,
 ) -> Article:
     html = _decode_checked(page, max_bytes)
     root = _parse(html)
@@ -201,17 +205,22 @@ def _extract(
     meta = extract_metadata(root, url, text=page_text)
     anchor_texts = _anchor_texts(root)
     blocks = page_blocks(root)
-    lines = array("Q", sorted({h for _, text in blocks if (h := line_hash(text, meta.title)) is not None}))
+    lines = array("Q", sorted({h for _, own in blocks if (h := line_hash(own, meta.title)) is not None}))
     headline = _headline(blocks, meta.title)
     dated = headline is not None and _has_dateline(page_text, meta.title)
-    strip_boilerplate(root, boilerplate, meta.title)
+    # Related-reading blocks first, while their headings are there to find them by (a template would take the
+    # heading, the same on every page, and leave the headlines under it); then whatever else the site repeats.
     remove_boilerplate(root, selectors)
+    strip_boilerplate(root, boilerplate, meta.title, keep_shared_prose=keep_shared_prose)
     if headline is not None and not _attached(headline, root):
         headline = None
     if headline is not None:
         _wrap_loose_text(headline)
     node, anchored, leads = _main_node(root, headline)
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
+    in_body = array("Q", sorted({h for el, own in blocks if len(normalize_heading(own)) >= PARAGRAPH_CHARS
+                                 and (h := line_hash(own, meta.title)) is not None
+                                 and (node is None or el is node or any(a is node for a in el.iterancestors()))}))
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     length = _non_space_length(text)
@@ -230,6 +239,7 @@ def _extract(
         source=meta.source,
         canonical_url=meta.canonical_url,
         block_hashes=lines,
+        body_hashes=in_body,
     )
 
 

@@ -7,12 +7,13 @@ disclaimers come back on page after page, while the article text differs from pa
 - :func:`page_blocks` cuts a parsed page into text blocks (the text each block-level element holds outside
   nested blocks: a paragraph, a list item, a table cell) and :func:`line_hash` names each by a hash of its
   letters and digits;
-- :class:`SiteTemplate` counts, over a window of the site's recent pages with distinct titles, on how many
-  pages each block recurs. A block on :data:`MIN_PAGES` or more of them is boilerplate (:meth:`~SiteTemplate.boilerplate`);
+- :class:`SiteTemplate` counts, over a window of the site's recent pages, on how many pages each block
+  recurs outside the page's own body. A block on :data:`MIN_PAGES` or more of them is
+  boilerplate (:meth:`~SiteTemplate.boilerplate`);
 - :func:`strip_boilerplate` deletes the largest elements whose text is boilerplate, before the one-page rules
   run, so a hot list that outweighs a short article is gone before anyone weighs it;
 - :meth:`SiteTemplate.failure` catches a *template failure*: a body made mostly of text that other pages of
-  the site (other titles, other URLs) also carry. Such a body is not the page's article; the crawl re-extracts
+  the site (other URLs) also carry. Such a body is not the page's article; the crawl re-extracts
   the page without that text (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated
   stories into one cluster.
 
@@ -25,7 +26,7 @@ The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site'
 ...         "<ul class='hot'><li>热门一：城东新区规划公布</li><li>热门二：地铁五号线开通</li></ul></body></html>")
 >>> site = SiteTemplate()
 >>> for n in range(3):
-...     _ = site.learn(f"标题{n}", page_lines(page(f"标题{n}", f"第{n}篇正文，内容各不相同。")))
+...     site.learn(page_lines(page(f"标题{n}", f"第{n}篇正文，内容各不相同。"), f"标题{n}"))
 >>> tree = page("标题9", "第九篇正文，内容也不同。")
 >>> strip_boilerplate(tree, site.boilerplate(), "标题9")
 1
@@ -69,6 +70,10 @@ WINDOW = 100
 #: An element goes when at most this share of its text is new to the site and none of that is prose: a hot
 #: list with one fresh headline is still the hot list.
 _MAX_NEW_SHARE = 0.1
+#: A block in the body this long (letters and digits) is a paragraph of the article: it never counts as template,
+#: however many pages print it (the same article twice, a series' introduction). Shorter lines in a body (a
+#: promotion, a headline link, an editor line the extractor let in) do count.
+PARAGRAPH_CHARS = 50
 #: A body with at least this share of its characters in lines other pages of the site carry is a template
 #: failure ("mostly", so an article that quotes one shared notice is not one).
 FAILURE_SHARE = 0.5
@@ -85,7 +90,7 @@ _BLOCK_TAGS = frozenset(
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title"})
 _SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
 _MIN_PROSE = 10  # a text run this long with sentence punctuation is prose (as in related.py)
-_MAGIC = b"NDT1"
+_MAGIC = b"NDT2"  # the layout of the saved bytes
 
 
 def line_hash(text: str, title: str | None = None) -> int | None:
@@ -136,13 +141,16 @@ def page_lines(root: HtmlElement, title: str | None = None) -> array:
     return array("Q", sorted({h for _, text in page_blocks(root) if (h := line_hash(text, title)) is not None}))
 
 
-def strip_boilerplate(root: HtmlElement, boilerplate: AbstractSet[int], title: str | None = None) -> int:
+def strip_boilerplate(
+    root: HtmlElement, boilerplate: AbstractSet[int], title: str | None = None, *, keep_shared_prose: bool = True
+) -> int:
     """Delete the largest elements whose text is the site's template; return how many were deleted.
 
     An element goes when at most :data:`_MAX_NEW_SHARE` of its text is new to the site and none of the new
-    text is prose, so a container holding the article (new prose) always stays. Template prose that stands
-    among the article's own paragraphs stays too: a series of articles shares an introduction, a column its
-    standing note, and those are the article's text however often the site repeats them.
+    text is prose, so a container holding the article (new prose) always stays. With ``keep_shared_prose``,
+    template prose that stands among the article's own paragraphs stays too: a series of articles shares an
+    introduction, a column its standing note, and those are the article's text however often the site repeats
+    them (a template failure is retried without that mercy).
     """
     if not boilerplate:
         return 0
@@ -173,7 +181,8 @@ def strip_boilerplate(root: HtmlElement, boilerplate: AbstractSet[int], title: s
             done.add(el)
         elif el.tag not in ("html", "body") and el in total and not new_prose[el] and new[el] <= _MAX_NEW_SHARE * total[el]:
             done.add(el)
-            if not (known_prose[el] and any(s in paragraphs for s in (*el.itersiblings(), *el.itersiblings(preceding=True)))):
+            if not (keep_shared_prose and known_prose[el]
+                    and any(s in paragraphs for s in (*el.itersiblings(), *el.itersiblings(preceding=True)))):
                 doomed.append(el)
     for el in doomed:
         el.drop_tree()
@@ -186,6 +195,7 @@ class TemplateFailure:
 
     share: float  # of the body's characters, in lines other pages of the site carry
     pages: int  # the most other pages any of those lines appears on
+    template_pages: int = 0  # ...outside those pages' own bodies (where it is template, not an article)
 
     @property
     def reason(self) -> str:
@@ -193,57 +203,51 @@ class TemplateFailure:
 
 
 class SiteTemplate:
-    """What recurs across one site's recent pages (see the module doc)."""
+    """What recurs across one site's recent pages (see the module doc).
+
+    Every block a page shows counts toward :meth:`failure` (text other pages carry, their bodies included);
+    only the blocks outside the page's own body count toward :meth:`boilerplate`: an article the site prints
+    twice, or a series' shared paragraph, sits in bodies, and bodies are never the template.
+    """
 
     def __init__(self, *, window: int = WINDOW, min_pages: int = MIN_PAGES) -> None:
         if window < 1 or min_pages < 2:
             raise ValueError(f"window must be >= 1 and min_pages >= 2, got {window} and {min_pages}")
         self.window = window
         self.min_pages = min_pages
-        self._pages: collections.deque[tuple[int, array]] = collections.deque()
-        self._titles: set[int] = set()
-        self._count: collections.Counter[int] = collections.Counter()
+        self._pages: collections.deque[tuple[array, array]] = collections.deque()  # blocks outside, inside the body
+        self._count: collections.Counter[int] = collections.Counter()  # pages showing the block
+        self._outside: collections.Counter[int] = collections.Counter()  # ...outside their body
         self._known: set[int] = set()
         self.failures: collections.deque[dict] = collections.deque(maxlen=_FAILURES_KEPT)
 
     @property
     def pages(self) -> int:
-        """Pages (distinct titles) the template has seen, at most ``window``."""
+        """Pages the template has seen, at most ``window``."""
         return len(self._pages)
 
-    def learn(self, title: str | None, lines: Iterable[int]) -> bool:
-        """Count one page's block hashes; False when a page of the same title is already counted.
-
-        Pages of one title (a story's second page, a URL variant) share their text honestly: they count once.
-        """
-        key = line_hash(title or "") or 0
-        if key in self._titles:
-            return False
-        lines = array("Q", sorted(set(lines)))
-        self._pages.append((key, lines))
-        self._titles.add(key)
-        self._add(lines, +1)
+    def learn(self, lines: Iterable[int], body: Iterable[int] = ()) -> None:
+        """Count one page's block hashes (``body``: those inside its article)."""
+        lines, body = set(lines), set(body)
+        page = (array("Q", sorted(lines - body)), array("Q", sorted(lines & body)))
+        self._pages.append(page)
+        self._add(page, +1)
         if len(self._pages) > self.window:
-            old_key, old_lines = self._pages.popleft()
-            self._titles.discard(old_key)
-            self._add(old_lines, -1)
-        return True
+            self._add(self._pages.popleft(), -1)
 
-    def _add(self, lines: Iterable[int], step: int) -> None:
-        count, known = self._count, self._known
-        for h in lines:
-            n = count[h] + step
-            if n <= 0:
-                del count[h]
-            else:
-                count[h] = n
-            if n >= self.min_pages:
-                known.add(h)
-            else:
-                known.discard(h)
+    def _add(self, page: tuple[array, array], step: int) -> None:
+        for counter, lines in ((self._count, page[0]), (self._count, page[1]), (self._outside, page[0])):
+            for h in lines:
+                n = counter[h] + step
+                if n <= 0:
+                    del counter[h]
+                else:
+                    counter[h] = n
+                if counter is self._outside:
+                    (self._known.add if n >= self.min_pages else self._known.discard)(h)
 
     def boilerplate(self) -> frozenset[int]:
-        """Block hashes on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
+        """Blocks outside the body on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
         return frozenset(self._known)
 
     def retry_boilerplate(self) -> frozenset[int]:
@@ -251,24 +255,20 @@ class SiteTemplate:
         return frozenset(self._count)
 
     def failure(self, title: str | None, text: str) -> TemplateFailure | None:
-        """A :class:`TemplateFailure` when most of ``text`` is lines that other pages of the site carry.
-
-        Call it before :meth:`learn` for the same page. A page whose title the template has already seen is
-        never one: pages of one story share their text.
+        """A :class:`TemplateFailure` when most of ``text`` (the body of a page titled ``title``) is lines that
+        other pages of the site carry. Call it before :meth:`learn` for the same page.
         """
-        if (line_hash(title or "") or 0) in self._titles:
-            return None
-        total = shared = most = 0
+        total = shared = most = most_outside = 0
         for line in text.splitlines():
             norm = normalize_heading(line)
             total += len(norm)
-            n = self._count.get(line_hash(line, title), 0) if norm else 0
-            if n:
+            h = line_hash(line, title) if norm else None
+            if h is not None and self._count.get(h):
                 shared += len(norm)
-                most = max(most, n)
+                most, most_outside = max(most, self._count[h]), max(most_outside, self._outside.get(h, 0))
         if total == 0 or shared < FAILURE_SHARE * total:
             return None
-        return TemplateFailure(shared / total, most)
+        return TemplateFailure(shared / total, most, most_outside)
 
     def settle(
         self, url: str, title: str | None, failure: TemplateFailure, retried_text: str | None, own_chars: int = 0
@@ -278,16 +278,16 @@ class SiteTemplate:
         ``retried_text`` is the page re-extracted without the text other pages of the site carry (None: that
         gave no article), ``own_chars`` how many characters of its own were left all the same. Outcomes:
         ``"re-extracted"``, use the retried text; ``"too_short"``, the page's own text is real but too short
-        to keep; ``"template_only"``, nothing of its own is left and the shared text recurs on
-        :attr:`min_pages` pages or more. None: nothing of its own is left and the text is shared with fewer
-        pages: it is the article, reprinted on this site under another title. Failures are kept in
-        :attr:`failures` with their reason and outcome.
+        to keep; ``"template_only"``, nothing of its own is left and the shared text is template (outside the
+        bodies of :attr:`min_pages` pages or more, this one counted). None: nothing of its own is left and the
+        text is other pages' body text: it is the article, reprinted on this site under another title.
+        Failures are kept in :attr:`failures` with their reason and outcome.
         """
         if retried_text and self.failure(title, retried_text) is None:
             outcome = "re-extracted"
         elif own_chars >= _MIN_OWN:
             outcome = "too_short"
-        elif failure.pages >= self.min_pages - 1:
+        elif failure.template_pages >= self.min_pages - 1:
             outcome = "template_only"
         else:
             return None
@@ -298,8 +298,8 @@ class SiteTemplate:
     def to_bytes(self) -> bytes:
         """The template as bytes: pages oldest first, then the recorded failures as JSON."""
         parts = [_MAGIC, struct.pack("<III", self.window, self.min_pages, len(self._pages))]
-        for key, lines in self._pages:
-            parts += [struct.pack("<QI", key, len(lines)), lines.tobytes()]
+        for outside, body in self._pages:
+            parts += [struct.pack("<II", len(outside), len(body)), outside.tobytes(), body.tobytes()]
         parts.append(json.dumps(list(self.failures), ensure_ascii=False).encode("utf-8"))
         return b"".join(parts)
 
@@ -313,16 +313,19 @@ class SiteTemplate:
             template = cls(window=window, min_pages=min_pages)
             offset = 16
             for _ in range(count):
-                key, n = struct.unpack_from("<QI", data, offset)
-                offset += 12
-                lines = array("Q")
-                lines.frombytes(data[offset : offset + 8 * n])
-                if len(lines) != n:
-                    raise ValueError("truncated")
-                offset += 8 * n
-                template._pages.append((key, lines))
-                template._titles.add(key)
-                template._add(lines, +1)
+                n_outside, n_body = struct.unpack_from("<II", data, offset)
+                offset += 8
+                arrays = []
+                for n in (n_outside, n_body):
+                    lines = array("Q")
+                    lines.frombytes(data[offset : offset + 8 * n])
+                    if len(lines) != n:
+                        raise ValueError("truncated")
+                    offset += 8 * n
+                    arrays.append(lines)
+                page = (arrays[0], arrays[1])
+                template._pages.append(page)
+                template._add(page, +1)
             template.failures.extend(json.loads(data[offset:].decode("utf-8") or "[]"))
         except (struct.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"damaged site template: {exc}") from exc

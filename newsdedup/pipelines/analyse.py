@@ -49,9 +49,12 @@ class AnalysePipeline(StagePipeline):
         page.analysis = result
         return page
 
-    async def _analyse(self, page: ArticlePage, boilerplate: frozenset[int], *, lenient: bool = False):
-        """Extract and fingerprint ``page`` on the pool; ``lenient`` keeps any text however short."""
+    async def _analyse(self, page: ArticlePage, boilerplate: frozenset[int], *, retry: bool = False, lenient: bool = False):
+        """Extract and fingerprint ``page`` on the pool: a ``retry`` strips every shared block, ``lenient`` keeps
+        any text however short."""
         options = self.state.settings.extract
+        if retry or lenient:
+            options = dataclasses.replace(options, keep_shared_prose=False)
         if lenient:
             options = dataclasses.replace(options, min_chars=0, brief_chars=0)
         future = self.state.pool.submit(
@@ -67,7 +70,7 @@ class AnalysePipeline(StagePipeline):
         failure = template.failure(article.title, article.text)
         if failure is not None:
             shared = template.retry_boilerplate()
-            retried = await self._analyse(page, shared)
+            retried = await self._analyse(page, shared, retry=True)
             own = 0
             if isinstance(retried, PageSkipped) and retried.reason in ("too_short", "empty"):
                 probe = await self._analyse(page, shared, lenient=True)  # how much of its own is left
@@ -79,5 +82,5 @@ class AnalysePipeline(StagePipeline):
                 self.inc(f"template_failures/{page.site}")
                 logger.warning("template failure on %s: %s; %s", page.url, failure.reason, outcome.replace("_", " "))
                 result = retried if outcome == "re-extracted" else PageSkipped(outcome, failure.reason)
-        template.learn(article.title, article.block_hashes)
+        template.learn(article.block_hashes, article.body_hashes)
         return result
