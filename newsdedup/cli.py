@@ -1,4 +1,4 @@
-"""The ``newsdedup`` command line: demo, export, extract, dedup, antecedents, eval.
+"""The ``newsdedup`` command line: demo, export, failures, extract, dedup, antecedents, eval.
 
 Crawling itself is ``scrapy crawl portal`` from the project root (see README.md).
 """
@@ -38,26 +38,86 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # -- export --------------------------------------------------------------------------------
-def cmd_export(args: argparse.Namespace) -> int:
-    from newsdedup.storage import open_store
+def _open_existing_store(command: str, uri: str):
+    """The store of ``uri``, open, or an error line (returns None) for a missing, foreign or damaged one."""
+    from newsdedup.storage import StoreError, open_store
 
-    store = open_store(args.storage)
-    if args.storage.startswith("sqlite:///") and not Path(args.storage[len("sqlite:///"):]).exists():
-        print(f"newsdedup export: no database at {args.storage}", file=sys.stderr)
-        return 2
-    store.open()
-    out = _open_output(args.output)
     try:
-        count = 0
+        store = open_store(uri)
+    except ValueError as exc:
+        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        return None
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        print(f"newsdedup {command}: error: no database at {uri}", file=sys.stderr)
+        return None
+    try:
+        store.open()
+    except StoreError as exc:
+        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        return None
+    return store
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from newsdedup.storage import StoreError
+
+    store = _open_existing_store("export", args.storage)
+    if store is None:
+        return 2
+    out = _open_output(args.output)
+    count = 0
+    try:
         for row in store.iter_export():
             _dump({field: row[field] for field in EXPORT_FIELDS}, out)
             count += 1
+    except StoreError as exc:
+        print(f"newsdedup export: error: {exc} (after {count} article pages)", file=sys.stderr)
+        return 2
     finally:
         store.close()
         if out is not sys.stdout:
             out.close()
     print(f"exported {count} article pages", file=sys.stderr)
     return 0
+
+
+# -- failures ------------------------------------------------------------------------------
+FAILURE_FIELDS = ("what", "url", "site", "reason", "detail", "attempts", "last_at", "next_try_at")
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    from newsdedup.storage import StoreError
+
+    store = _open_existing_store("failures", args.storage)
+    if store is None:
+        return 2
+    try:
+        rows = list(store.iter_failures(site=args.site))
+    except StoreError as exc:
+        print(f"newsdedup failures: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    if args.json:
+        for row in rows:
+            _dump(row, sys.stdout)
+    else:
+        print(format_failures(rows))
+    waiting = sum(1 for row in rows if row["next_try_at"])
+    print(f"{len(rows)} pages: {waiting} to be tried again, {len(rows) - waiting} given up", file=sys.stderr)
+    return 0
+
+
+def format_failures(rows: Sequence[dict]) -> str:
+    """A table of failed and transiently skipped pages: what, reason, attempts, next try, URL, detail."""
+    lines = []
+    for row in rows:
+        next_try = row["next_try_at"] or "given up"
+        lines.append(
+            f"{row['what']:<8} {row['reason']:<18} {row['site'] or '-':<12} {row['attempts']:>2}  "
+            f"{row['last_at']}  next {next_try:<25}  {row['url']}  ({row['detail']})"
+        )
+    return "\n".join(lines) if lines else "no failed or skipped pages waiting"
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -295,6 +355,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="storage URI, e.g. sqlite:///news.sqlite (default: the crawl's, %(default)s)")
     export.add_argument("--output", "-o", default="-", help="output file (default: standard output)")
     export.set_defaults(func=cmd_export)
+
+    failures = sub.add_parser(
+        "failures", help="pages that could not be fetched or analysed: reason, attempts, when they are tried again",
+        description="Lists the failures table (HTTP errors, over-size downloads, redirect loops, network errors) and "
+        "pages skipped for a transient reason (empty, too_short, malformed, error, timeout, crashed), newest first. "
+        "Later crawls fetch each again from its next-try time, until it has had NEWSDEDUP_RETRY_MAX_ATTEMPTS.",
+    )
+    failures.add_argument("--storage", default=_default_shown("NEWSDEDUP_STORAGE_URI"),
+                          help="storage URI (default: the crawl's, %(default)s)")
+    failures.add_argument("--site", help="only this site")
+    failures.add_argument("--json", action="store_true", help=f"JSON lines with {', '.join(FAILURE_FIELDS)}")
+    failures.set_defaults(func=cmd_failures)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")

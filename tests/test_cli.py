@@ -94,8 +94,19 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "Run 1" in out and "Run 2" in out
-    assert "exact repeats dropped" in out and "near-duplicate reprints tagged" in out
-    assert "14 unique stories" in out  # the demo has 14 distinct stories over its two days
+    assert "14 stories" in out  # the demo has 14 distinct stories over its two days
+    # Each run's per-site table adds up: every article link is known, fetched, failed or behind robots.txt,
+    # and every fetched page is stored, a repeat or skipped (the demo serves one 404 and one robots-only page).
+    header = "site      list pages  article links  known  fetched  stored  new  near  repeats  skipped  failed"
+    assert out.count(header) == 2, out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["dongfang"], ["nanling"], ["xinghe"], ["qinghe"])]
+    assert len(rows) == 8, out
+    robots = {1: 0, 2: 0}
+    for number, row in enumerate(rows):
+        _, lists, links, known, fetched, stored, new, near, repeats, skipped, failed = row[:1] + [int(v) for v in row[1:]]
+        assert lists > 0 and stored == new + near and fetched == stored + repeats + skipped, row
+        robots[1 + number // 4] += links - known - fetched - failed
+    assert robots == {1: 1, 2: 1}, out  # the qinghe preview page robots.txt forbids, in both runs
     exported = run_cli("export", "--storage", f"sqlite:///{tmp_path / 'demo.sqlite'}")
     assert len(exported.stdout.splitlines()) == 23  # every article page of day 2, stored or repeated
 
