@@ -272,9 +272,9 @@ class AnalysisPool:
                 self.counts["resubmitted"] += 1
                 logger.warning("a worker died (exit code %s) on %s; handing the page to another one",
                                exc.exitcode, args[1] if len(args) > 1 else "a page")
-            except (concurrent.futures.process.BrokenProcessPool, RuntimeError) as exc:
+            except RuntimeError as exc:  # BrokenProcessPool is one
                 # Every worker died at once (or the pool stopped): rebuild it and hand the page over again.
-                if isinstance(exc, RuntimeError) and not _is_pool_failure(exc):
+                if not isinstance(exc, concurrent.futures.process.BrokenProcessPool) and not _is_pool_failure(exc):
                     raise
                 self._restart(generation, exc)
                 self.counts["resubmitted"] += 1

@@ -148,8 +148,10 @@ class PortalSpider(scrapy.Spider):
             self._count(site, runstats.IGNORED)
             logger.info("article %s not fetched: %s", request.url, detail)
             return
-        # The failures table holds the URL that was asked for: the one the URL filter knows next run.
-        yield FetchFailure(url=request.url, site=site, kind=kind, detail=detail, failed_at=iso(utc_now()))
+        # The failures table holds the URL the list page linked (before any redirect): the one the URL filter
+        # checks next run.
+        url = request.meta.get("redirect_urls", [request.url])[0]
+        yield FetchFailure(url=url, site=site, kind=kind, detail=detail, failed_at=iso(utc_now()))
 
     def list_failed(self, failure: Failure) -> None:
         request = failure.request

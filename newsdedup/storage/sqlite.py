@@ -284,6 +284,8 @@ class SQLiteStore:
                 f"{self.path} has schema version {version}, newer than this newsdedup's {SCHEMA_VERSION}: "
                 "upgrade newsdedup (pip install -U newsdedup) or use another database file"
             )
+        if version == SCHEMA_VERSION:
+            return  # nothing to write: opening never waits for another process's write lock
         if version < min(MIGRATIONS) - 1:
             raise StoreError(f"{self.path} has schema version {version}, too old to migrate: {_WHAT_TO_DO}")
         for target in range(version + 1, SCHEMA_VERSION + 1):
@@ -308,11 +310,11 @@ class SQLiteStore:
     def check(self) -> None:
         """``PRAGMA quick_check`` (about 0.4 s per 500 MB): a damaged file is refused before a crawl writes to it."""
         try:
-            rows = self.conn.execute("PRAGMA quick_check(3)").fetchall()
+            rows = self.conn.execute("PRAGMA quick_check(1)").fetchall()
         except sqlite3.DatabaseError as exc:
             rows = [(str(exc),)]
         if rows != [("ok",)]:
-            problems = "; ".join(str(r[0]) for r in rows)
+            problems = " ".join(str(rows[0][0]).split())  # one line: SQLite's report spans several
             raise StoreError(
                 f"{self.path} is damaged (quick_check: {problems}); restore a backup, or recover what is left with "
                 f"`sqlite3 {self.path} .recover | sqlite3 NEW.sqlite` and crawl into NEW.sqlite"
