@@ -34,6 +34,7 @@ KNOWN = "known"  # article links not fetched: handled by an earlier run (URL fil
 FETCHED = "fetched"  # article pages downloaded
 ROBOTS = "robots_forbidden"  # article links robots.txt forbids
 IGNORED = "ignored"  # article requests Scrapy dropped for another reason (offsite, ...)
+DEPTH_LIMITED = "depth_limited"  # list-page links not followed: their articles would be past DEPTH_LIMIT
 # Counters of what was committed to the store (newsdedup.storage: ArticleStore.committed).
 UNIQUE, NEAR, REPEAT = "unique", "near_duplicate", "repeat"
 LOST = "lost"  # fetched but never recorded (the worker pool was lost, a pipeline error)
@@ -63,6 +64,7 @@ class SiteTally:
     fetched: int = 0
     robots_forbidden: int = 0
     ignored: int = 0
+    depth_limited: int = 0
     unique: int = 0
     near_duplicates: int = 0
     repeats: int = 0
@@ -77,7 +79,8 @@ class SiteTally:
         return cls(
             site=site, list_pages=values.get(LIST_PAGES, 0), list_failed=values.get(LIST_FAILED, 0),
             article_links=values.get(ARTICLE_LINKS, 0), known=values.get(KNOWN, 0), fetched=values.get(FETCHED, 0),
-            robots_forbidden=values.get(ROBOTS, 0), ignored=values.get(IGNORED, 0), unique=values.get(UNIQUE, 0),
+            robots_forbidden=values.get(ROBOTS, 0), ignored=values.get(IGNORED, 0),
+            depth_limited=values.get(DEPTH_LIMITED, 0), unique=values.get(UNIQUE, 0),
             near_duplicates=values.get(NEAR, 0), repeats=values.get(REPEAT, 0), lost=values.get(LOST, 0),
             skipped=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("skipped/")}),
             failed=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("failed/")}),
@@ -139,7 +142,8 @@ def format_table(tallies: Iterable[SiteTally]) -> str:
         if tally.failed:
             details.append(f"failed: {_by_count(tally.failed)}")
         for label, value in (("robots.txt forbids", tally.robots_forbidden), ("ignored", tally.ignored),
-                             ("not fetched (crawl stopped first)", tally.not_fetched),
+                             ("not fetched (the crawl stopped before them)", tally.not_fetched),
+                             ("list links not followed (DEPTH_LIMIT)", tally.depth_limited),
                              ("lost (not analysed)", tally.lost)):
             if value:
                 details.append(f"{label} {value}")

@@ -29,38 +29,34 @@ from pathlib import Path
 from conftest import REPO_ROOT
 
 # --- our own article text ---------------------------------------------------------------------------------
-_PLACES = "东川市 西岭县 南湖区 北山镇 青河市 临江县 白石镇 云州市 海宁区 松原县 金城市 石桥镇 长风县 碧水市 安平区".split()
-_WHO = ("市交通局 区教育局 县农业农村局 市卫生健康委员会 区生态环境局 市科技局 县文化馆 市气象台 区住房保障中心 "
-        "市图书馆 县供电公司 市消防救援支队 区市场监管局 市水务集团 县人民医院").split()
-_WHAT = ("公交线路 校舍改造 灌溉渠道 社区诊所 污水管网 科技孵化园 非遗展览 暴雨预警 保障性住房 夜间阅览室 "
-         "农网升级 消防站点 食品抽检 供水管道 远程会诊 电动汽车充电桩 老旧小区加装电梯 乡村客运 冬季供暖 垃圾分类").split()
-_VERB = "启动 完成 试点 推进 验收 扩建 升级 发布 开放 部署 改造 投用 检查 规划 调整".split()
-_PEOPLE = "居民 学生 农户 患者 商户 游客 司机 老人 家长 志愿者 工程师 教师 读者 村民 乘客".split()
-_FEEL = "便利 安全 稳定 及时 透明 舒适 高效 实惠 清洁 可靠".split()
-_TEMPLATES = (
-    "{place}{who}{month}月{day}日{verb}了{what}项目，涉及{n}个点位，预计惠及{m}名{people}。",
-    "据{who}介绍，这是{place}今年第{k}次{verb}{what}，资金主要来自{place2}的专项安排。",
-    "不少{people}表示，{what}的{verb}让日常出行和生活更加{feel}，希望后续在{place2}也能推广。",
-    "{who}负责人在现场说，{what}在{month}月底前将全部{verb}，期间会安排{n}名工作人员值守。",
-    "在{place2}，类似的{what}已经运行了{k}年，累计服务{people}超过{m}人次，反响{feel}。",
-    "针对{people}反映的问题，{who}将在{day}个工作日内给出答复，并把{what}的进度向社会公开。",
-    "专家认为，{what}是{place}改善民生的重点，关键是把{verb}后的日常维护做{feel}。",
-    "记者了解到，{place}还计划在{month}月{verb}第二批{what}，目前已收到{n}份{people}的意见。",
-)
+# Invented places, offices and things; sentences are random word sequences with function words between them, so
+# two articles share almost no SpotSigs spots (templated sentences would share their fixed words and look alike).
+_WORDS = (
+    "东川市 西岭县 南湖区 北山镇 青河市 临江县 白石镇 云州市 海宁区 松原县 金城市 石桥镇 长风县 碧水市 安平区 "
+    "交通局 教育局 农业农村局 卫生健康委员会 生态环境局 科技局 文化馆 气象台 住房保障中心 图书馆 供电公司 消防支队 "
+    "市场监管局 水务集团 人民医院 公交线路 校舍 灌溉渠道 社区诊所 污水管网 孵化园 展览 暴雨 保障房 阅览室 农网 "
+    "站点 抽检 管道 会诊 充电桩 电梯 客运 供暖 垃圾分类 居民 学生 农户 患者 商户 游客 司机 老人 家长 志愿者 "
+    "工程师 教师 读者 村民 乘客 启动 完成 试点 推进 验收 扩建 升级 发布 开放 部署 改造 投用 检查 规划 调整 便利 "
+    "安全 稳定 及时 透明 舒适 高效 实惠 清洁 可靠 资金 项目 方案 进度 意见 会议 调查 数据 标准 服务 设施 线路 "
+    "网点 窗口 热线 平台 系统 设备 材料 工期 预算 补贴 名额 报名 培训 演练 巡查 维修 保养 监测 评估 公示 听证 "
+    "今年 去年 上半年 年底 春节 汛期 冬季 夏季 周末 夜间 早高峰 上午 下午 近日 本周 下月"
+).split()
+_FUNCTION = "的 在 了 是 和 与 对 将 从 为 把 被 就 也 都 还 向 按".split()
 
 
-def article_paragraphs(number: int, sentences: int = 10) -> list[str]:
-    """Distinct, deterministic news text for article ``number`` (invented places and offices)."""
+def article_paragraphs(number: int, sentences: int = 12) -> list[str]:
+    """Distinct, deterministic news-like text for article ``number`` (random but fixed by the number)."""
     rng = random.Random(number * 7919 + 13)
     paragraphs, current = [], []
     for _ in range(sentences):
-        current.append(rng.choice(_TEMPLATES).format(
-            place=rng.choice(_PLACES), place2=rng.choice(_PLACES), who=rng.choice(_WHO), what=rng.choice(_WHAT),
-            verb=rng.choice(_VERB), people=rng.choice(_PEOPLE), feel=rng.choice(_FEEL),
-            month=rng.randint(1, 12), day=rng.randint(1, 28), n=rng.randint(3, 90), m=rng.randint(200, 90000),
-            k=rng.randint(2, 9),
-        ))
-        if len(current) == 3:
+        words = []
+        for _ in range(rng.randint(7, 12)):
+            words.append(rng.choice(_WORDS))
+            if rng.random() < 0.5:
+                words.append(rng.choice(_FUNCTION))
+        words.insert(rng.randint(1, len(words) - 1), f"{rng.randint(2, 9000)}个")
+        current.append("".join(words) + rng.choice("。。。！；"))
+        if len(current) == 4:
             paragraphs.append("".join(current))
             current = []
     if current:
@@ -80,7 +76,7 @@ def article_html(title: str, paragraphs: list[str], *, when: str = "2026-11-20 0
 
 def big_article_html(megabytes: float, *, number: int = 0) -> bytes:
     """A valid article page of about ``megabytes`` MB of prose: extraction takes seconds to minutes."""
-    paragraph = "".join(article_paragraphs(number, sentences=3))
+    paragraph = "".join(article_paragraphs(number, sentences=4))
     count = int(megabytes * 1_000_000 / len(f"<p>{paragraph}</p>\n".encode("utf-8")))
     return article_html(f"长文{number}", [paragraph] * count).encode("utf-8")
 
@@ -131,7 +127,7 @@ class FaultSite:
     """A news portal on 127.0.0.1: ``/list/<k>.html`` pages linking ``articles`` pages ``/a/<n>.html``.
 
     ``reprints`` maps an article number to ``(original number, "exact" | "near")``: an exact reprint has the
-    original's text, a near one the original's text with a sentence changed and one added.
+    original's text, a near one the original's text with one sentence added.
     """
 
     def __init__(self, articles: int = 30, *, per_list: int = 25, reprints: dict[int, tuple[int, str]] | None = None,
@@ -194,8 +190,8 @@ class FaultSite:
         if number in self.reprints:
             original, kind = self.reprints[number]
             paragraphs = article_paragraphs(original)
-            if kind == "near":
-                paragraphs = [*paragraphs[:-1], "".join(article_paragraphs(10_000 + number, sentences=2))]
+            if kind == "near":  # a reprint that adds an editor's sentence
+                paragraphs = [*paragraphs[:-1], paragraphs[-1] + article_paragraphs(10_000 + number, sentences=1)[0]]
             return paragraphs
         return article_paragraphs(number)
 
@@ -216,7 +212,7 @@ class FaultSite:
             except ValueError:
                 return None
             if 1 <= n <= self.articles or path in self.extra_links:
-                html = article_html(f"第{n}号新闻：{_WHAT[n % len(_WHAT)]}进展", self.paragraphs(n))
+                html = article_html(f"第{n}号新闻：{_WORDS[n % len(_WORDS)]}进展", self.paragraphs(n))
                 return Reply(200, html.encode("utf-8"), delay=self.article_delay)
         return None
 
@@ -298,11 +294,16 @@ def start_crawl(sites_file, db, *extra: str, workers: int = 1, log: Path | None 
 def outcomes(db) -> dict[str, list[tuple[str, str]]]:
     """Every URL the database recorded, with each (table, status/reason/kind) it is in."""
     found: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)
+    if not Path(db).exists():
+        return {}
     with sqlite3.connect(db) as conn:
         for table, column in (("articles", "status"), ("repeats", "'exact_duplicate'"), ("skipped", "reason"),
                               ("failures", "kind")):
-            for url, what in conn.execute(f"SELECT url, {column} FROM {table}"):
-                found[url].append((table, what))
+            try:
+                for url, what in conn.execute(f"SELECT url, {column} FROM {table}"):
+                    found[url].append((table, what))
+            except sqlite3.OperationalError:  # killed before the schema was written
+                return {}
     return dict(found)
 
 

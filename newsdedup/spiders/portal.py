@@ -95,6 +95,10 @@ class PortalSpider(scrapy.Spider):
             self.crawler.stats.inc_value("newsdedup/crawl/list_not_text")
             return
         current = self.sites_by_name[site]
+        # Scrapy's DEPTH_LIMIT drops requests deeper than it without a word. Article pages are leaves: a list page
+        # is only worth following if the article links on it are still within the limit.
+        max_depth = self.crawler.settings.getint("DEPTH_LIMIT")
+        follow_lists = not max_depth or response.meta.get("depth", 0) + 2 <= max_depth
         for href in response.css("a::attr(href)").getall():
             url = response.urljoin(href.strip())
             if not url.startswith(("http://", "https://")):
@@ -118,8 +122,10 @@ class PortalSpider(scrapy.Spider):
                     cb_kwargs={"site": target_site.name},
                     meta={ARTICLE_META_KEY: True, SITE_META_KEY: target_site.name},
                 )
-            else:
+            elif follow_lists:
                 yield self._list_request(url, target_site.name)
+            else:
+                self._count(target_site.name, runstats.DEPTH_LIMITED)
 
     def parse_article(self, response: Response, site: str):
         self.crawler.stats.inc_value("newsdedup/crawl/article_pages")
