@@ -547,3 +547,25 @@ def test_remove_selectors_hit_real_blocks_and_keep_the_article_body(shared_data:
     assert checked_bodies >= 10
     for name in GNE_FOLDER_SITE.values():
         assert removed_chars[name] > 0, f"no remove_selector of {name} matched a saved {name} page"
+
+
+@pytest.mark.parametrize("key, pattern", [
+    ("article_url_pattern", r"/a/\d+\.html"),  # written as Scrapy's LinkExtractor(allow=...) users write it
+    ("article_url_pattern", r"^/news/\d+"),
+    ("follow_url_pattern", r"/roll/index_\d+\.html"),
+])
+def test_a_path_only_pattern_is_refused_with_the_whole_url_form(key: str, pattern: str) -> None:
+    patterns = {"article_url_pattern": r"https?://x\.com/a/\d+", key: pattern}
+    text = '[[site]]\nname = "x"\nstart_urls = ["https://x.com/"]\nallowed_domains = ["x.com"]\n' + "".join(
+        f"{name} = '{value}'\n" for name, value in patterns.items())
+    with pytest.raises(SiteConfigError, match=re.escape(f"{key} '{pattern}' starts with '/'")) as error:
+        parse_sites(text)
+    assert "https?://[^/]+" + pattern.lstrip("^") in str(error.value)
+
+
+def test_a_whole_url_pattern_matches_a_path_only_mistake_corrected() -> None:
+    [site] = parse_sites(
+        '[[site]]\nname = "x"\nstart_urls = ["https://x.com/"]\nallowed_domains = ["x.com"]\n'
+        "article_url_pattern = 'https?://[^/]+/a/\\d+\\.html'\n"
+    )
+    assert site.is_article("https://x.com/a/12.html?from=roll") and not site.is_article("https://x.com/b/12.html")

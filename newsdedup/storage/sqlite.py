@@ -183,6 +183,12 @@ def _upsert_sql(table: str, columns: tuple[str, ...], *, key: str, keep: tuple[s
     )
 
 
+def _table_of(statement: str) -> str:
+    """The table a migration statement changes (``ALTER TABLE t ...``, ``UPDATE t ...``)."""
+    words = statement.split()
+    return words[2] if words[0].upper() == "ALTER" else words[1]
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     message = str(exc).lower()
     return "locked" in message or "busy" in message
@@ -292,7 +298,9 @@ class SQLiteStore:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in MIGRATIONS[target]:
-                    conn.execute(statement)
+                    # A table the old file never had is created whole from SCHEMA below: nothing to alter.
+                    if _table_of(statement) in tables:
+                        conn.execute(statement)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
         conn.executescript(SCHEMA)  # indexes and tables added since without a migration step
 
