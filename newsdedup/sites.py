@@ -20,7 +20,9 @@ is not taken for the article.  Before matching, the ``#fragment`` is dropped and
 and host are lower-cased.  Portals append tracking queries to article links
 (``?cre=tianyi&mod=...``), so when the URL with its query does not match, the URL without its
 query is tried too; a site whose article identity lives in the query can still spell the
-query out in its pattern.
+query out in its pattern. Scrapy's ``LinkExtractor(allow=...)`` searches instead, so its users write
+path-only patterns; such a pattern (starting with ``/``) could never match here and is refused when
+the file is read, with the whole-URL form to write.
 
 This module has no Scrapy import; the spider turns a ``SiteConfig`` into requests.
 """
