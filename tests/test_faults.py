@@ -66,7 +66,7 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 # -- 1. a dead worker -------------------------------------------------------------------------------------
-# Pages larger than the defaults allow, so one can keep a worker busy for seconds (8 MB: about 13 CPU seconds of
+# Pages larger than the defaults allow, so one can keep a worker busy for seconds (6 MB: about 10 CPU seconds of
 # extraction; 22 MB: over half a minute). The other pages of these sites take a few hundredths of a second each.
 BIG = ("-s", "NEWSDEDUP_EXTRACT_MAX_BYTES=50000000", "-s", "DOWNLOAD_MAXSIZE=50000000", "-s", "DOWNLOAD_WARNSIZE=0")
 
@@ -85,7 +85,7 @@ def _on_the_big_page(site: FaultSite, crawl, *, not_pid: int | None = None) -> i
 
 def test_a_killed_worker_is_replaced_and_its_page_handed_to_another(tmp_path):
     with FaultSite(20) as site:
-        site.set_page("/a/900.html", big_article_html(8))
+        site.set_page("/a/900.html", big_article_html(6))
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", workers=2, log=tmp_path / "crawl.log")
@@ -103,7 +103,7 @@ def test_a_killed_worker_is_replaced_and_its_page_handed_to_another(tmp_path):
 
 def test_a_page_that_kills_its_worker_twice_is_skipped_as_crashed(tmp_path):
     with FaultSite(10) as site:
-        site.set_page("/a/900.html", big_article_html(8))
+        site.set_page("/a/900.html", big_article_html(6))
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", log=tmp_path / "crawl.log")
@@ -179,11 +179,12 @@ def test_sigterm_stops_a_crawl_stuck_on_a_hung_page(tmp_path):
 
 
 # -- 3. a locked database ---------------------------------------------------------------------------------
-def _hold_write_lock(db, seconds: float, ready: threading.Event) -> None:
+def _hold_write_lock(db, ready: threading.Event, release: threading.Event) -> None:
+    """Another process's write transaction on the database, from ``ready`` until ``release``."""
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     ready.set()
-    time.sleep(seconds)
+    release.wait(120)
     conn.execute("ROLLBACK")
     conn.close()
 
@@ -196,11 +197,14 @@ def test_a_database_locked_past_the_crawl_saves_nothing_says_so_and_the_next_run
 
         with open_store(f"sqlite:///{db}"):
             pass  # an existing newsdedup database
-        ready = threading.Event()
-        holder = threading.Thread(target=_hold_write_lock, args=(db, 40, ready), daemon=True)
+        ready, release = threading.Event(), threading.Event()
+        holder = threading.Thread(target=_hold_write_lock, args=(db, ready, release), daemon=True)
         holder.start()
         ready.wait()
-        result = run_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BUSY_TIMEOUT=0.5", "-s", "NEWSDEDUP_STORAGE_RETRIES=1")
+        try:
+            result = run_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BUSY_TIMEOUT=0.5", "-s", "NEWSDEDUP_STORAGE_RETRIES=1")
+        finally:
+            release.set()
         assert result.returncode == ExitCode.NOT_SAVED, result.stderr[-3000:]
         assert "'newsdedup/store/articles': 0" in result.stderr  # stats count committed rows only
         assert "records could not be saved (database is locked); their pages are fetched again" in summary_of(result.stderr)
@@ -220,8 +224,9 @@ def test_a_briefly_locked_database_is_waited_for(tmp_path):
                             "-s", "NEWSDEDUP_STORAGE_RETRIES=0", log=tmp_path / "crawl.log")
         try:
             wait_for(lambda: count(db, "articles"), 120)
-            ready = threading.Event()
-            _hold_write_lock(db, 3, ready)
+            ready, release = threading.Event(), threading.Event()
+            threading.Timer(3, release.set).start()
+            _hold_write_lock(db, ready, release)
             assert crawl.poll() is None  # the lock was held while the crawl went on committing
             assert crawl.wait(timeout=180) == 0
         finally:
@@ -257,7 +262,7 @@ def test_unusable_databases_give_one_line_naming_the_path_and_what_to_do(tmp_pat
 
 
 def test_a_damaged_database_is_refused_before_the_crawl_writes_to_it(tmp_path):
-    with FaultSite(120) as site:
+    with FaultSite(40) as site:
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         assert run_crawl(sites, db).returncode == 0
@@ -265,9 +270,9 @@ def test_a_damaged_database_is_refused_before_the_crawl_writes_to_it(tmp_path):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'articles_fingerprint'").fetchone()[0]
-        with open(db, "r+b") as handle:  # scribble over the fingerprint index's root page
-            handle.seek((root - 1) * page_size + 100)
-            handle.write(b"\xff" * 200)
+        with open(db, "r+b") as handle:  # scribble over the header of the fingerprint index's root page
+            handle.seek((root - 1) * page_size)
+            handle.write(b"\xff" * 12)
         result = run_crawl(sites, db)
         line = one_line_error(result)
         assert str(db) in line and "damaged" in line and ".recover" in line
