@@ -231,12 +231,6 @@ class AnalysisPool:
         """Why the pool is gone for good (then every further page raises WorkerLost), or None."""
         return self._lost
 
-    def worker_pids(self) -> list[int]:
-        """Process ids of the live workers (for tests and diagnostics)."""
-        if self._pool is None:
-            return []
-        return [p.pid for p in multiprocessing.active_children() if p.name == "pebble_pool_worker" and p.pid]
-
     def submit(self, fn, /, *args, timeout: float | None = None) -> concurrent.futures.Future:
         if self._pool is None:
             future: concurrent.futures.Future = concurrent.futures.Future()

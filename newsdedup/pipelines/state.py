@@ -86,7 +86,7 @@ class CrawlState:
         self.clusterer: SinglePassClusterer | None = None
         self._users = 0
         self.started_at = iso(utc_now())
-        self.store_error: str | None = None  # why the last commit failed, while it has not succeeded since
+        self.store_error: str | None = None  # why the final commit failed
         self.lost: dict[str, int] = {}  # pages fetched but never recorded, by site
         self._closing = False
         crawler.signals.connect(self._finished, signal=signals.item_scraped)
