@@ -55,6 +55,8 @@ NEWSDEDUP_WORKERS = None  # processes for extraction and fingerprinting; None = 
 NEWSDEDUP_EXTRACT_MIN_CHARS = 150
 NEWSDEDUP_EXTRACT_MAX_BYTES = 5_000_000
 NEWSDEDUP_URLFILTER_ERROR_RATE = 1e-7
+# Stories silent for longer leave the crawl's filters and indexes (rows stay): bounded memory and start-up.
+NEWSDEDUP_RETENTION_DAYS = 30
 NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3
 NEWSDEDUP_NEAR_METHOD = "spotsigs"
 NEWSDEDUP_SEGMENTER = "auto"
