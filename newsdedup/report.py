@@ -97,18 +97,21 @@ def _minutes(later: str, earlier: str) -> float:
 
 
 def _how_matched(member: ClusterMember, origin: ClusterMember, by_url: dict[str, ClusterMember]) -> tuple:
-    """(kind, similarity, matched_url) of a copy. Copies matched their cluster's centre (Single-Pass compares
-    with centres only); when the centre itself is the copy, the origin's own match tells how close they are."""
-    if member.status == EXACT_DUPLICATE:
-        return "exact", 1.0, member.matched_url
-    if member.status == NEAR_DUPLICATE:
-        return "near", member.similarity, member.matched_url
-    if origin.status == NEAR_DUPLICATE:
-        return "near", origin.similarity, origin.url
-    repeated = by_url.get(origin.matched_url or "")
-    if origin.matched_url == member.url or repeated is None:
+    """(kind, similarity, matched_url) of a copy, relative to the origin: ``exact`` when it carries the origin's
+    text, else ``near`` with the similarity of the match that put it in the cluster.
+
+    Single-Pass compares with the cluster's centre only: a near copy matched the centre; when the copy is the
+    centre itself (it was fetched first), the origin's own match with it says how close the two are."""
+    if member.fingerprint == origin.fingerprint:
         return "exact", 1.0, origin.url
-    return "near", repeated.similarity, origin.url  # the origin repeats a near-duplicate of this centre
+
+    def article(page: ClusterMember) -> ClusterMember:  # the stored article holding this page's text
+        return by_url.get(page.matched_url or "", page) if page.status == EXACT_DUPLICATE else page
+
+    text = article(member)
+    if text.status == NEAR_DUPLICATE:
+        return "near", text.similarity, text.matched_url
+    return "near", article(origin).similarity, origin.url
 
 
 def build_report(clusters: Iterable[tuple[ClusterRecord, list[ClusterMember]]], *, generated_at: str,
@@ -193,11 +196,26 @@ margin:1px 2px;color:#fff;font-size:12px}.story{margin:10px 0 18px}.story .t{fon
 """
 
 
-def _china(value: str | None, *, with_date: bool = True) -> str:
+def _china(value: str | None, *, style: str = "%Y-%m-%d %H:%M") -> str:
     if not value:
         return "—"
-    moment = parse_instant(value).astimezone(CHINA_OFFSET)
-    return moment.strftime("%Y-%m-%d %H:%M" if with_date else "%H:%M")
+    return parse_instant(value).astimezone(CHINA_OFFSET).strftime(style)
+
+
+def _delay(minutes: float) -> str:
+    """``+35 min``, ``+2 h 15 min``, ``+1 d 3 h``: how long after the origin a copy appeared.
+
+    >>> _delay(35), _delay(135), _delay(1620)
+    ('+35 min', '+2 h 15 min', '+1 d 3 h')
+    """
+    minutes = round(minutes)
+    if minutes < 60:
+        return f"+{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"+{hours} h {rest} min" if rest else f"+{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"+{days} d {hours} h" if hours else f"+{days} d"
 
 
 def _site_colours(report: dict) -> dict:
@@ -214,32 +232,33 @@ def _timeline_svg(story: dict, colours: dict, width: int = 760) -> str:
     pages = [origin, *story["copies"]]
     start = parse_instant(origin["dated_at"])
     span = max((parse_instant(p["dated_at"]) - start).total_seconds() for p in pages) or 60.0
-    left, right, row = 150, 60, 22
-    height = 26 + row * len(pages)
+    left, right, row = 170, 40, 22
+    height = 34 + row * len(pages)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="timeline">', f'<line x1="{left}" y1="14" x2="{width - right}" y2="14" stroke="#bbb"/>']
+             f'aria-label="timeline">', f'<line x1="{left}" y1="20" x2="{width - right}" y2="20" stroke="#bbb"/>']
     for fraction in (0, 0.5, 1):
         x = left + fraction * (width - left - right)
         moment = start.timestamp() + fraction * span
-        label = _china(datetime.fromtimestamp(moment, CHINA_OFFSET).isoformat())
-        parts.append(f'<text x="{x:.0f}" y="10" font-size="10" text-anchor="middle" fill="#666">{label}</text>')
+        label = _china(datetime.fromtimestamp(moment, CHINA_OFFSET).isoformat(), style="%m-%d %H:%M")
+        parts.append(f'<text x="{x:.0f}" y="14" font-size="10" text-anchor="middle" fill="#666">{label}</text>')
     for i, page in enumerate(pages):
         seconds = (parse_instant(page["dated_at"]) - start).total_seconds()
         x = left + (seconds / span) * (width - left - right)
-        y = 30 + i * row
+        y = 38 + i * row
         colour = colours.get(page["site"], "#777")
         role = "首发 origin" if page is origin else ("原文转载 exact" if page["kind"] == "exact"
                                                      else f"改写 near {page['similarity'] or 0:.2f}")
         parts.append(f'<line x1="{left}" y1="{y}" x2="{width - right}" y2="{y}" stroke="#f0f0f0"/>')
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="11" text-anchor="end">'
-                     f'{html.escape(str(page["site"]))} · {_china(page["dated_at"], with_date=False)}</text>')
+        parts.append(f'<text x="{left - 10}" y="{y + 4}" font-size="11" text-anchor="end">'
+                     f'{html.escape(str(page["site"]))} · {_china(page["dated_at"], style="%m-%d %H:%M")}</text>')
         shape = (f'<rect x="{x - 6:.1f}" y="{y - 6}" width="12" height="12" fill="{colour}"/>' if page is origin
                  else f'<circle cx="{x:.1f}" cy="{y}" r="5" fill="{colour}"/>')
         parts.append(f'<a href="{html.escape(page["url"])}"><title>{html.escape(role)}: '
                      f'{html.escape(page["title"] or "")}</title>{shape}</a>')
-        if page is not origin:
-            parts.append(f'<text x="{x + 9:.1f}" y="{y + 4}" font-size="10" fill="#555">'
-                         f'+{page["minutes_after_origin"]:.0f} min · {html.escape(role)}</text>')
+        if page is not origin:  # the label on the side of the dot with room for it
+            anchor, dx = ("end", -9) if x > (left + width - right) / 2 else ("start", 9)
+            parts.append(f'<text x="{x + dx:.1f}" y="{y + 4}" font-size="10" fill="#555" text-anchor="{anchor}">'
+                         f'{_delay(page["minutes_after_origin"])} · {html.escape(role)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -273,7 +292,7 @@ def render_html(report: dict, *, top: int = 20) -> str:
                 f'{html.escape(story["title"] or origin["url"])}</a></td><td>{_chip(origin["site"], colours)}</td>'
                 f'<td>{_china(origin["dated_at"])}{basis}</td><td class="n">{len(story["copies"])}</td>'
                 f'<td>{"".join(_chip(s, colours) for s in story["sites"])}</td>'
-                f'<td>+{last["minutes_after_origin"]:.0f} min</td></tr>'
+                f'<td>{_delay(last["minutes_after_origin"])}</td></tr>'
             )
         out.append("</table>")
     out.append("<h2>转载时间线 · Timeline of copies per story</h2>")

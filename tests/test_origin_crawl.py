@@ -42,4 +42,5 @@ def test_the_earliest_published_copy_is_the_origin_whatever_the_crawl_order(tmp_
         (story,) = json.loads(report.stdout)["stories"]
         assert (story["origin"]["url"], story["origin"]["site"]) == (earliest, "gamma")
         assert story["origin"]["published_at"].startswith("2026-11-16T07:30")
-        assert [(c["site"], c["kind"]) for c in story["copies"]] == [("alpha", "near"), ("beta", "near")]
+        # Relative to the origin: alpha carries gamma's very text, beta is the edited reprint.
+        assert [(c["site"], c["kind"]) for c in story["copies"]] == [("alpha", "exact"), ("beta", "near")]

@@ -110,6 +110,7 @@ class ClusterMember:
     similarity: float | None
     method: str | None
     measure: str | None
+    fingerprint: bytes = b""  # exact-text fingerprint: members with equal ones carry the same text
 
 
 @dataclass

@@ -406,11 +406,11 @@ class SQLiteStore:
     def _cluster_members(self, cluster_id: int) -> list[ClusterMember]:
         rows = self.conn.execute(
             """SELECT url, site, title, published_at, fetched_at, dated_at, date_basis, status, duplicate_of,
-                      similarity, method, measure
+                      similarity, method, measure, fingerprint
                FROM articles WHERE cluster_id = ?
                UNION ALL
                SELECT r.url, r.site, r.title, r.published_at, r.fetched_at, r.dated_at, r.date_basis, ?,
-                      r.repeat_of, 1.0, 'exact', 'exact'
+                      r.repeat_of, 1.0, 'exact', 'exact', r.fingerprint
                FROM articles a JOIN repeats r ON r.repeat_of = a.url WHERE a.cluster_id = ?""",
             (cluster_id, EXACT_DUPLICATE, cluster_id),
         ).fetchall()
