@@ -55,7 +55,7 @@ def _open_existing_store(command: str, uri: str):
     return store
 
 
-def _since(command: str, value: str | None) -> str | None:
+def _since(value: str | None) -> str | None:
     from newsdedup.timespec import parse_since
 
     return None if value is None else parse_since(value)
@@ -69,7 +69,7 @@ def _list_option(values: list[str] | None) -> tuple[str, ...]:
 # -- export --------------------------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
     try:
-        since = _since("export", args.since)
+        since = _since(args.since)
         fields = _list_option([args.fields]) if args.fields else EXPORT_FIELDS
         unknown = [f for f in fields if f not in EXPORT_FIELDS]
         if unknown:
@@ -117,7 +117,7 @@ REPORT_FORMATS = ("json", "csv", "html")
 def cmd_report(args: argparse.Namespace) -> int:
     fmt = args.format or next((f for f in REPORT_FORMATS if args.output.endswith("." + f)), "json")
     try:
-        since = _since("report", args.since)
+        since = _since(args.since)
     except ValueError as exc:
         print(f"newsdedup report: {exc}", file=sys.stderr)
         return 2
@@ -170,7 +170,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
     try:
         every = parse_duration(args.every)
-        report_since = parse_duration(args.report_since) if args.report else None
+        _since(args.report_since)  # checked now, applied after each run
         for setting in args.setting or ():
             if "=" not in setting:
                 raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
@@ -184,13 +184,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     def after_run(status: int) -> None:
         if not args.report:
             return
-        from newsdedup.timespec import now_iso, parse_since
-
         store = _open_existing_store("monitor", args.storage)
         if store is None:
             return
         try:
-            since = parse_since(f"{report_since.total_seconds()}s")
+            since = _since(args.report_since)
             report = _build_report(store, since=since, site=None, min_copies=1, query=None)
         finally:
             store.close()

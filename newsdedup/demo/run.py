@@ -110,6 +110,8 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
         f"  {counts.clusters_with_duplicates} stories were reprinted (clusters with more than one page)",
         f"  storage: {store_uri}",
         f"  see every record: newsdedup export --storage {store_uri}",
+        f"  see who published each reprinted story first, and who copied it: "
+        f"newsdedup report --storage {store_uri} -o report.html",
     ]
     return "\n".join(lines)
 

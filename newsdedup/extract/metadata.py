@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone  # noqa: F401 - timedelta kept for callers of this module
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urljoin, urlsplit
 
 from lxml.html import HtmlElement

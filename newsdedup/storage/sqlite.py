@@ -352,10 +352,12 @@ class SQLiteStore:
         if since is None:
             cursor = self.conn.execute(f"SELECT {columns} FROM articles a WHERE a.status = ? ORDER BY a.id", (UNIQUE,))
         else:
+            # From the clusters index to the centres' rows by id: never a scan of every article (and its text).
             cursor = self.conn.execute(
-                f"""SELECT {columns} FROM clusters c JOIN articles a ON a.id = c.cluster_id
-                    WHERE a.status = ? AND c.last_fetched_at >= ? ORDER BY a.id""",
-                (UNIQUE, since),
+                f"""SELECT {columns} FROM articles a
+                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?
+                    ORDER BY a.id""",
+                (since, UNIQUE),
             )
         for row in cursor:
             yield _article_from_row(row)
