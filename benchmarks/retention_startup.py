@@ -1,6 +1,6 @@
 """Start-up time and memory of a crawl against a store of 1,000,000 articles, with and without the retention window.
 
-    python benchmarks/retention_startup.py --articles 1000000 --recent 50000 --rounds 3
+    python benchmarks/retention_startup.py --articles 1000000 --recent 50000 --rounds 2
 
 Builds (once, at --db) a SQLite store the way the crawl writes it: ``--articles`` articles over 400 days, the last
 ``--recent`` of them fetched within the past 30 days (50,000 is about 1,700 a day: a deployment crawling a dozen
