@@ -7,6 +7,9 @@ store when the crawl opens into a Bloom filter sized for twice the stored count 
 ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
 wrongly skipped even after the filter grows; a false positive here can only skip a page, and it
 costs nothing else). Only requests the spider marks ``meta["newsdedup_article"]`` are checked there.
+With a retention window (``NEWSDEDUP_RETENTION_DAYS``) the Bloom filter holds only the URLs fetched
+within it; a link it has not seen is looked up in the store, so older articles are not fetched again
+either (see :mod:`newsdedup.retention`).
 
 Within a run Scrapy's fingerprint filter still applies, but in memory only, also with ``JOBDIR``:
 Scrapy would write every scheduled request to ``requests.seen`` as it is scheduled, and after a
@@ -23,7 +26,7 @@ from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
 
-from newsdedup import options, runstats
+from newsdedup import options, retention, runstats
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.storage import open_store
 
@@ -46,19 +49,27 @@ class SeenArticlesDupeFilter(RFPDupeFilter):
         dupefilter.crawler = crawler
         dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
         dupefilter.error_rate = options.get_float(crawler.settings, "NEWSDEDUP_URLFILTER_ERROR_RATE")
+        dupefilter.retention_days = retention.retention_days(crawler.settings)
         dupefilter.seen_articles = None
+        dupefilter.store = None  # open during the crawl when a window is on: URLs older than it are looked up
         return dupefilter
 
     def open(self) -> None:
         super().open()
         if not self.storage_uri:
             return
+        since = retention.window_start(self.retention_days)
         store = open_store(self.storage_uri)
         store.open()
         try:
-            urls = [url_key(u) for u in store.iter_fetched_urls()]
-        finally:
+            urls = [url_key(u) for u in store.iter_fetched_urls(since=since)]
+        except BaseException:
             store.close()
+            raise
+        if since is None:
+            store.close()
+        else:
+            self.store = store
         self.seen_articles = BoundedBloomFilter.of(
             urls, expected=max(2 * len(urls), 100_000), error_rate=self.error_rate
         )
@@ -66,14 +77,21 @@ class SeenArticlesDupeFilter(RFPDupeFilter):
         logger.info("URL filter: %d article pages known from earlier runs", len(urls))
 
     def request_seen(self, request: Request) -> bool:
-        if (
-            self.seen_articles is not None
-            and request.meta.get(ARTICLE_META_KEY)
-            and url_key(request.url) in self.seen_articles
-        ):
-            self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
-            site = request.meta.get(SITE_META_KEY)
-            if site and not super().request_seen(request):  # count each known link once per site
-                self.crawler.stats.inc_value(runstats.site_key(site, runstats.KNOWN))
-            return True
+        if self.seen_articles is not None and request.meta.get(ARTICLE_META_KEY):
+            known = url_key(request.url) in self.seen_articles
+            if not known and self.store is not None and self.store.knows_url(request.url):
+                known = True  # handled before the retention window
+                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
+            if known:
+                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
+                site = request.meta.get(SITE_META_KEY)
+                if site and not super().request_seen(request):  # count each known link once per site
+                    self.crawler.stats.inc_value(runstats.site_key(site, runstats.KNOWN))
+                return True
         return super().request_seen(request)
+
+    def close(self, reason: str) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        return super().close(reason)

@@ -75,6 +75,8 @@ NEWSDEDUP_RETRY_BACKOFF = 1800.0
 # a portal that blocks the crawler (403/429) or is down fails most of them; a few dead links are normal.
 NEWSDEDUP_MAX_HTTP_ERROR_SHARE = 0.2
 NEWSDEDUP_URLFILTER_ERROR_RATE = 1e-7
+# Stories silent for longer leave the crawl's filters and indexes (rows stay): bounded memory and start-up.
+NEWSDEDUP_RETENTION_DAYS = 30
 NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3
 NEWSDEDUP_NEAR_METHOD = "spotsigs"
 NEWSDEDUP_SEGMENTER = "auto"

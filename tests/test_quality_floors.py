@@ -33,6 +33,7 @@ KNOWN_METRICS = {
     "extraction.cwced.f1",
     "extraction.cwced.precision",
     "extraction.cwced.recall",
+    "extraction.cwced.date_accuracy",
     "extraction.leaks.leaking",
     "extraction.snippets.passed",
     "text_level.default.f1",

@@ -14,6 +14,7 @@ import pytest
 
 from newsdedup.storage import open_store
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
+from newsdedup.storage.sqlite import SCHEMA_VERSION
 from newsdedup.storage.base import ArticleRecord, FailureRecord, RepeatRecord, SkippedRecord, StoreError, StoreInUse
 
 
@@ -88,7 +89,7 @@ n = 0
 while True:
     n += 1
     store.add_article(ArticleRecord(id=store.new_article_id(), url=f"http://a/{n}", site="demo", title="t", text="x" * 500,
-                                    published_at=None, author=None, source=None, canonical_url=None, fetched_at="t",
+                                    published_at=None, author=None, source=None, canonical_url=None, fetched_at="2026-11-16T03:00:00+00:00",
                                     fingerprint=n.to_bytes(16, "big")))
     if n % 7 == 0:
         print(n // 7, flush=True)
@@ -187,7 +188,7 @@ def test_a_database_from_schema_version_2_is_migrated_and_its_transient_skips_ar
     conn.close()
     with open_store(f"sqlite:///{path}") as store:
         assert list(store.iter_fetched_urls()) == ["http://a/video"]  # the too_short page is fetched again
-        assert store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 @pytest.mark.parametrize("uri", ["sqlite://", "mysql://x/y", "postgresql://localhost/news"])

@@ -104,6 +104,8 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
         f"  storage: {store_uri}",
         f"  see every record: newsdedup export --storage {store_uri}",
         f"  failed and skipped pages: newsdedup failures --storage {store_uri}",
+        f"  see who published each reprinted story first, and who copied it: "
+        f"newsdedup report --storage {store_uri} -o report.html",
     ]
     return "\n".join(lines)
 

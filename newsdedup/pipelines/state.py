@@ -20,7 +20,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from newsdedup import options, runstats
+from newsdedup import options, retention, runstats
 from newsdedup.analysis import AnalysisPool, ExtractOptions
 from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
@@ -50,6 +50,7 @@ class CrawlSettings:
     features: FeatureConfig
     near: NearSettings
     exact_error_rate: float
+    retention_days: float | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -67,6 +68,7 @@ class CrawlSettings:
             features=options.feature_config(settings),
             near=options.near_settings(settings),
             exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
+            retention_days=retention.retention_days(settings),
         )
 
     def open_store(self) -> ArticleStore:
@@ -196,10 +198,11 @@ class CrawlState:
     def _rebuild_indexes(self) -> None:
         store = self.store
         assert store is not None
-        fingerprints = list(store.iter_fingerprints())
+        since = retention.window_start(self.settings.retention_days)  # None: remember every stored story
+        fingerprints = list(store.iter_fingerprints(since=since))
 
         def confirm(fingerprint: bytes) -> ExactRef | None:
-            ref = store.find_by_fingerprint(fingerprint)
+            ref = store.find_by_fingerprint(fingerprint, since=since)
             return None if ref is None else ExactRef(ref, ref.cluster_id)
 
         self.exact = ExactStage(
@@ -211,7 +214,7 @@ class CrawlState:
         restored = isinstance(self.clusterer.detector, ESimhashDetector)
         recompute: FeatureExtractor | None = None
         centres = 0
-        for record in store.iter_cluster_centres():
+        for record in store.iter_cluster_centres(since=since):
             if restored and record.id in self.clusterer.detector:
                 centres += 1  # restored from the saved state, with its statistics
                 continue
@@ -230,8 +233,8 @@ class CrawlState:
         stats = self.crawler.stats
         stats.set_value("newsdedup/exact/known_fingerprints", len(fingerprints))
         stats.set_value("newsdedup/near/known_centres", centres)
-        logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres",
-                    len(fingerprints), centres)
+        logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
+                    len(fingerprints), centres, f" (stories active since {since})" if since else "")
 
     def _state_name(self) -> str:
         return f"near/{self.settings.near.method}"

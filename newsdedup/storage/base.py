@@ -129,6 +129,42 @@ class StoredRef:
     cluster_id: int | None
 
 
+@dataclass(frozen=True)
+class ClusterRecord:
+    """A story: its current origin (the member published first, see :mod:`newsdedup.origin`) and activity.
+
+    The store keeps one per cluster and rewrites it in the transaction that adds a member, so the origin
+    always is the earliest of the stored members, however late an earlier copy arrived.
+    """
+
+    cluster_id: int
+    origin_url: str
+    origin_dated_at: str  # when the origin counts as published (UTC ISO 8601)
+    origin_date_basis: str  # published | published_day | fetched
+    members: int  # stored articles and exact repeats
+    first_fetched_at: str
+    last_fetched_at: str  # the retention window keeps a cluster while copies keep arriving
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """One page of a cluster as the report shows it: an article (unique / near duplicate) or an exact repeat."""
+
+    url: str
+    site: str | None
+    title: str | None
+    published_at: str | None
+    fetched_at: str
+    dated_at: str
+    date_basis: str
+    status: str  # unique | near_duplicate | exact_duplicate
+    matched_url: str | None  # the page it was matched with: duplicate_of, or the article an exact repeat repeats
+    similarity: float | None
+    method: str | None
+    measure: str | None
+    fingerprint: bytes = b""  # exact-text fingerprint: members with equal ones carry the same text
+
+
 @dataclass
 class StoreCounts:
     articles: int = 0
@@ -210,25 +246,48 @@ class ArticleStore(Protocol):
 
     def load_state(self, name: str) -> bytes | None: ...
 
-    def find_by_fingerprint(self, fingerprint: bytes) -> StoredRef | None:
-        """The stored (or pending) article with this exact-text fingerprint, if any."""
+    def find_by_fingerprint(self, fingerprint: bytes, *, since: str | None = None) -> StoredRef | None:
+        """The latest stored (or pending) article with this exact-text fingerprint, if any; with ``since``,
+        only one whose cluster was active since then (the retention window)."""
         ...
 
     def url_of(self, article_id: int) -> str | None: ...
 
-    def iter_fingerprints(self) -> Iterator[bytes]: ...
+    def iter_fingerprints(self, *, since: str | None = None) -> Iterator[bytes]:
+        """Exact-text fingerprints of stored articles; with ``since``, of clusters active since then."""
+        ...
 
-    def iter_fetched_urls(self, *, now: str | None = None) -> Iterator[str]:
+    def iter_fetched_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
         """URLs of article-pattern pages not to fetch again: articles, repeats, and skipped or failed
-        pages that are done or not due yet (``next_try_at`` after ``now``, an ISO time; default: now)."""
+        pages that are done or not due yet (``next_try_at`` after ``now``, an ISO time; default: now);
+        with ``since``, only those fetched since then (the retention window)."""
         ...
 
-    def iter_cluster_centres(self) -> Iterator[ArticleRecord]:
-        """Articles that head a cluster (status unique), in id order, for rebuilding the near index."""
+    def knows_url(self, url: str, *, now: str | None = None) -> bool:
+        """Whether an article-pattern page at exactly ``url`` was handled for good by any earlier run."""
         ...
 
-    def iter_export(self) -> Iterator[dict]:
-        """One dict per article page fetched, in the export format of README.md (*Command line*, export)."""
+    def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
+        """Articles that head a cluster (status unique), in id order, for rebuilding the near index
+        (with ``since``: of clusters active since then)."""
+        ...
+
+    def cluster(self, cluster_id: int) -> ClusterRecord | None: ...
+
+    def iter_clusters(
+        self, *, since: str | None = None, min_members: int = 2, site: str | None = None, query: str | None = None,
+    ) -> Iterator[tuple[ClusterRecord, list[ClusterMember]]]:
+        """Clusters active since ``since`` with at least ``min_members`` pages, having a page of ``site`` and a
+        title or text containing ``query``; most members first, each with its members in origin order."""
+        ...
+
+    def iter_export(
+        self, *, since: str | None = None, sites: tuple[str, ...] = (), statuses: tuple[str, ...] = (),
+        cluster: int | None = None, after: dict[str, int] | None = None,
+    ) -> Iterator[dict]:
+        """One dict per article page fetched, in the export format of README.md (*Command line*, export),
+        filtered; ``after`` is a cursor ``{"articles": id, "repeats": id}`` of rows already exported, and
+        each dict's ``cursor`` the cursor that includes it."""
         ...
 
     def counts(self) -> StoreCounts: ...

@@ -24,13 +24,17 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
+from newsdedup.origin import date_of, earliest, origin_key
 from newsdedup.retry import TRANSIENT_SKIPS, iso, utc_now
 from newsdedup.storage.base import (
     ArticleRecord,
+    ClusterMember,
+    ClusterRecord,
     FailureRecord,
     RepeatRecord,
     SiteRunRecord,
@@ -44,7 +48,29 @@ from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# One row per cluster (story): its current origin and when it was last active. Rewritten in the transaction
+# that adds a member, from the stored members, so it always agrees with them (see _refresh_clusters).
+CLUSTERS_TABLE = """
+CREATE TABLE IF NOT EXISTS clusters (
+    cluster_id INTEGER PRIMARY KEY,
+    origin_url TEXT NOT NULL,
+    origin_dated_at TEXT NOT NULL,
+    origin_date_basis TEXT NOT NULL,
+    members INTEGER NOT NULL,
+    first_fetched_at TEXT NOT NULL,
+    last_fetched_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS clusters_last_fetched ON clusters (last_fetched_at);
+"""
+# The retention window and `export --since` select rows by fetch time; (fetched_at, url) answers the URL
+# filter's query from the index alone, without reading the article texts.
+FETCHED_AT_INDEXES = """
+CREATE INDEX IF NOT EXISTS articles_fetched ON articles (fetched_at, url);
+CREATE INDEX IF NOT EXISTS repeats_fetched ON repeats (fetched_at, url);
+CREATE INDEX IF NOT EXISTS skipped_fetched ON skipped (fetched_at, url);
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,7 +94,9 @@ CREATE TABLE IF NOT EXISTS articles (
     simhash INTEGER,
     spots BLOB,
     score REAL,
-    measure TEXT
+    measure TEXT,
+    dated_at TEXT,
+    date_basis TEXT
 );
 CREATE INDEX IF NOT EXISTS articles_fingerprint ON articles (fingerprint);
 CREATE INDEX IF NOT EXISTS articles_cluster ON articles (cluster_id);
@@ -83,7 +111,9 @@ CREATE TABLE IF NOT EXISTS repeats (
     canonical_url TEXT,
     fetched_at TEXT NOT NULL,
     fingerprint BLOB NOT NULL,
-    repeat_of TEXT NOT NULL
+    repeat_of TEXT NOT NULL,
+    dated_at TEXT,
+    date_basis TEXT
 );
 CREATE INDEX IF NOT EXISTS repeats_repeat_of ON repeats (repeat_of);
 CREATE TABLE IF NOT EXISTS state (
@@ -124,7 +154,7 @@ CREATE TABLE IF NOT EXISTS site_runs (
     failed INTEGER NOT NULL,
     PRIMARY KEY (run_started_at, site)
 );
-"""
+""" + CLUSTERS_TABLE + FETCHED_AT_INDEXES
 
 # Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes
 # version v - 1 to v. Each runs once, in one transaction with the version bump.
@@ -144,6 +174,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE skipped ADD COLUMN next_try_at TEXT",
         "UPDATE skipped SET next_try_at = fetched_at WHERE reason IN ('empty', 'too_short', 'malformed')",
     ),
+    # Origin by publication time: _add_origins (MIGRATION_BACKFILLS) adds the dated_at/date_basis columns and
+    # the clusters table, dates every stored page and fills one row per cluster, in the same transaction.
+    4: (),
 }
 
 ARTICLE_COLUMNS = (
@@ -161,8 +194,14 @@ SITE_RUN_COLUMNS = (
     "run_started_at", "site", "finished_at", "finish_reason", "exit_code", "list_pages", "article_links",
     "fetched", "stored", "repeats", "skipped", "failed",
 )
+# Derived on insert from published_at, fetched_at and the URL (newsdedup.origin.date_of).
+DATED_COLUMNS = ("dated_at", "date_basis")
+CLUSTER_COLUMNS = (
+    "cluster_id", "origin_url", "origin_dated_at", "origin_date_basis", "members", "first_fetched_at",
+    "last_fetched_at",
+)
 # The tables of a newsdedup database; another program's SQLite file is refused rather than written into.
-_OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs"}
+_OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters"}
 _TRANSIENT_SKIPS_SQL = ", ".join(f"'{reason}'" for reason in sorted(TRANSIENT_SKIPS))
 _WHAT_TO_DO = "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
 
@@ -187,6 +226,14 @@ def _table_of(statement: str) -> str:
     """The table a migration statement changes (``ALTER TABLE t ...``, ``UPDATE t ...``)."""
     words = statement.split()
     return words[2] if words[0].upper() == "ALTER" else words[1]
+
+
+def _adds_existing_column(conn: sqlite3.Connection, statement: str) -> bool:
+    """``ALTER TABLE t ADD COLUMN c ...`` where ``t`` already has ``c``."""
+    words = statement.split()
+    if [w.upper() for w in words[:2]] != ["ALTER", "TABLE"] or [w.upper() for w in words[3:5]] != ["ADD", "COLUMN"]:
+        return False
+    return words[5] in {row[1] for row in conn.execute(f"PRAGMA table_info({words[2]})")}
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -298,9 +345,13 @@ class SQLiteStore:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in MIGRATIONS[target]:
-                    # A table the old file never had is created whole from SCHEMA below: nothing to alter.
-                    if _table_of(statement) in tables:
+                    # A table the old file never had is created whole from SCHEMA below, and a column it
+                    # already has is not added twice: nothing to alter.
+                    if _table_of(statement) in tables and not _adds_existing_column(conn, statement):
                         conn.execute(statement)
+                backfill = MIGRATION_BACKFILLS.get(target)
+                if backfill is not None:
+                    backfill(conn)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
         conn.executescript(SCHEMA)  # indexes and tables added since without a migration step
 
@@ -478,12 +529,17 @@ class SQLiteStore:
         with conn:
             conn.execute("BEGIN IMMEDIATE")  # take the write lock first: a busy database fails here, not half way
             for record in self._pending_articles:
-                if conn.execute(_insert_sql("articles", ARTICLE_COLUMNS), _article_row(record)).rowcount:
+                row = _article_row(record) + _dated(record)
+                if conn.execute(_insert_sql("articles", ARTICLE_COLUMNS + DATED_COLUMNS), row).rowcount:
                     committed[(record.site, record.status)] += 1
             for record in self._pending_repeats:
-                row = tuple(getattr(record, c) for c in REPEAT_COLUMNS)
-                if conn.execute(_insert_sql("repeats", REPEAT_COLUMNS), row).rowcount:
+                row = tuple(getattr(record, c) for c in REPEAT_COLUMNS) + _dated(record)
+                if conn.execute(_insert_sql("repeats", REPEAT_COLUMNS + DATED_COLUMNS), row).rowcount:
                     committed[(record.site, "repeat")] += 1
+            # Each story's row (origin, members, activity) is rewritten from its stored pages in this transaction.
+            touched = {r.cluster_id for r in self._pending_articles if r.cluster_id is not None}
+            touched.update(_clusters_of(conn, (r.repeat_of for r in self._pending_repeats)))
+            _refresh_clusters(conn, touched)
             stored_urls = [(r.url,) for r in (*self._pending_articles, *self._pending_repeats)]
             # A URL is recorded in one table: a page that is an article now is no longer skipped or failed,
             # a page skipped now no longer failed, and the other way round.
@@ -522,14 +578,23 @@ class SQLiteStore:
         return None if row is None else bytes(row[0])
 
     # -- reads -----------------------------------------------------------------------------
-    def find_by_fingerprint(self, fingerprint: bytes) -> StoredRef | None:
+    def find_by_fingerprint(self, fingerprint: bytes, *, since: str | None = None) -> StoredRef | None:
         pending = self._pending_by_fingerprint.get(fingerprint)
         if pending is not None:
             return pending
-        row = self.conn.execute(
-            "SELECT id, url, cluster_id FROM articles WHERE fingerprint = ? ORDER BY id LIMIT 1",
-            (fingerprint,),
-        ).fetchone()
+        # The latest: after the retention window a story that returns verbatim is stored again, as a new
+        # cluster, and its repeats belong to that one.
+        if since is None:
+            row = self.conn.execute(
+                "SELECT id, url, cluster_id FROM articles WHERE fingerprint = ? ORDER BY id DESC LIMIT 1",
+                (fingerprint,),
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                """SELECT a.id, a.url, a.cluster_id FROM articles a JOIN clusters c ON c.cluster_id = a.cluster_id
+                   WHERE a.fingerprint = ? AND c.last_fetched_at >= ? ORDER BY a.id DESC LIMIT 1""",
+                (fingerprint, since),
+            ).fetchone()
         return StoredRef(*row) if row else None
 
     def url_of(self, article_id: int) -> str | None:
@@ -539,8 +604,16 @@ class SQLiteStore:
         row = self.conn.execute("SELECT url FROM articles WHERE id = ?", (article_id,)).fetchone()
         return row[0] if row else None
 
-    def iter_fingerprints(self) -> Iterator[bytes]:
-        for (fingerprint,) in self.conn.execute("SELECT fingerprint FROM articles"):
+    def iter_fingerprints(self, *, since: str | None = None) -> Iterator[bytes]:
+        if since is None:
+            cursor = self.conn.execute("SELECT fingerprint FROM articles")
+        else:
+            cursor = self.conn.execute(
+                """SELECT a.fingerprint FROM clusters c JOIN articles a ON a.cluster_id = c.cluster_id
+                   WHERE c.last_fetched_at >= ?""",
+                (since,),
+            )
+        for (fingerprint,) in cursor:
             yield fingerprint
 
     def has_page(self, url: str) -> bool:
@@ -567,16 +640,25 @@ class SQLiteStore:
         ).fetchone()
         return bool(row[0])
 
-    def iter_fetched_urls(self, *, now: str | None = None) -> Iterator[str]:
-        now = now or iso(utc_now())
-        query = """
-            SELECT url FROM articles
-            UNION ALL SELECT url FROM repeats
-            UNION ALL SELECT url FROM skipped WHERE next_try_at IS NULL OR next_try_at > :now
-            UNION ALL SELECT url FROM failures WHERE next_try_at IS NULL OR next_try_at > :now
-        """
-        for (url,) in self.conn.execute(query, {"now": now}):
+    # Pages handled for good: stored, repeats, and skipped or failed pages not yet due for another try.
+    _HANDLED = """
+        SELECT url FROM articles WHERE {where}
+        UNION ALL SELECT url FROM repeats WHERE {where}
+        UNION ALL SELECT url FROM skipped WHERE (next_try_at IS NULL OR next_try_at > :now) AND {where}
+        UNION ALL SELECT url FROM failures WHERE (next_try_at IS NULL OR next_try_at > :now) AND {failed_where}
+    """
+
+    def iter_fetched_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
+        """URLs handled for good; with ``since``, only those fetched in the retention window."""
+        window = "TRUE" if since is None else "fetched_at >= :since"
+        query = self._HANDLED.format(where=window, failed_where=window.replace("fetched_at", "last_failed_at"))
+        for (url,) in self.conn.execute(query, {"now": now or iso(utc_now()), "since": since}):
             yield url
+
+    def knows_url(self, url: str, *, now: str | None = None) -> bool:
+        """Whether ``url`` was handled for good at any time (the lookup for URLs older than the window)."""
+        query = f"SELECT 1 FROM ({self._HANDLED.format(where='url = :url', failed_where='url = :url')}) LIMIT 1"
+        return self.conn.execute(query, {"now": now or iso(utc_now()), "url": url}).fetchone() is not None
 
     def iter_failures(self, *, site: str | None = None) -> Iterator[dict]:
         self.flush()
@@ -592,41 +674,139 @@ class SQLiteStore:
         for row in self.conn.execute(query, {"site": site}):
             yield dict(zip(keys, row))
 
-    def iter_cluster_centres(self) -> Iterator[ArticleRecord]:
-        cursor = self.conn.execute(
-            f"SELECT {', '.join(ARTICLE_COLUMNS)} FROM articles WHERE status = ? ORDER BY id", (UNIQUE,)
-        )
+    def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
+        columns = ", ".join(f"a.{c}" for c in ARTICLE_COLUMNS)
+        if since is None:
+            cursor = self.conn.execute(f"SELECT {columns} FROM articles a WHERE a.status = ? ORDER BY a.id", (UNIQUE,))
+        else:
+            # From the clusters index to the centres' rows by id: never a scan of every article (and its text).
+            cursor = self.conn.execute(
+                f"""SELECT {columns} FROM articles a
+                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?
+                    ORDER BY a.id""",
+                (since, UNIQUE),
+            )
         for row in cursor:
             yield _article_from_row(row)
 
-    def iter_export(self) -> Iterator[dict]:
-        """Articles and repeats in the order they were fetched (the export format of README.md)."""
+    def cluster(self, cluster_id: int) -> ClusterRecord | None:
+        self.flush()
+        row = self.conn.execute(
+            f"SELECT {', '.join(CLUSTER_COLUMNS)} FROM clusters WHERE cluster_id = ?", (cluster_id,)
+        ).fetchone()
+        return ClusterRecord(*row) if row else None
+
+    def iter_clusters(
+        self, *, since: str | None = None, min_members: int = 2, site: str | None = None, query: str | None = None,
+    ) -> Iterator[tuple[ClusterRecord, list[ClusterMember]]]:
+        self.flush()
+        where, params = ["c.members >= ?"], [min_members]
+        if since is not None:
+            where.append("c.last_fetched_at >= ?")
+            params.append(since)
+        if site is not None:
+            where.append(
+                """(EXISTS (SELECT 1 FROM articles a WHERE a.cluster_id = c.cluster_id AND a.site = ?)
+                    OR EXISTS (SELECT 1 FROM articles a JOIN repeats r ON r.repeat_of = a.url
+                               WHERE a.cluster_id = c.cluster_id AND r.site = ?))"""
+            )
+            params += [site, site]
+        if query:
+            # LOWER + LIKE with an escape character: plain SQL that PostgreSQL runs too. Repeats share their
+            # article's text, so only their titles are searched.
+            escaped = query.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+            pattern = f"%{escaped}%"
+            where.append(
+                """(EXISTS (SELECT 1 FROM articles a WHERE a.cluster_id = c.cluster_id
+                            AND (LOWER(a.title) LIKE ? ESCAPE '!' OR LOWER(a.text) LIKE ? ESCAPE '!'))
+                    OR EXISTS (SELECT 1 FROM articles a JOIN repeats r ON r.repeat_of = a.url
+                               WHERE a.cluster_id = c.cluster_id AND LOWER(r.title) LIKE ? ESCAPE '!'))"""
+            )
+            params += [pattern, pattern, pattern]
+        rows = self.conn.execute(
+            f"""SELECT {', '.join('c.' + column for column in CLUSTER_COLUMNS)} FROM clusters c
+                WHERE {' AND '.join(where)} ORDER BY c.members DESC, c.origin_dated_at DESC, c.cluster_id""",
+            params,
+        ).fetchall()
+        for row in rows:
+            record = ClusterRecord(*row)
+            yield record, self._cluster_members(record.cluster_id)
+
+    def _cluster_members(self, cluster_id: int) -> list[ClusterMember]:
+        rows = self.conn.execute(
+            """SELECT url, site, title, published_at, fetched_at, dated_at, date_basis, status, duplicate_of,
+                      similarity, method, measure, fingerprint
+               FROM articles WHERE cluster_id = ?
+               UNION ALL
+               SELECT r.url, r.site, r.title, r.published_at, r.fetched_at, r.dated_at, r.date_basis, ?,
+                      r.repeat_of, 1.0, 'exact', 'exact', r.fingerprint
+               FROM articles a JOIN repeats r ON r.repeat_of = a.url WHERE a.cluster_id = ?""",
+            (cluster_id, EXACT_DUPLICATE, cluster_id),
+        ).fetchall()
+        return sorted((ClusterMember(*row) for row in rows), key=origin_key)
+
+    def iter_export(self, **filters) -> Iterator[dict]:
+        """Articles and repeats in the order they were fetched (the export format of README.md), filtered
+        (see :meth:`_iter_export`); a damaged or foreign file raises StoreError naming it."""
         try:
-            yield from self._iter_export()
+            yield from self._iter_export(**filters)
         except sqlite3.DatabaseError as exc:
             raise StoreError(self._unusable(exc)) from None
 
-    def _iter_export(self) -> Iterator[dict]:
+    def _iter_export(
+        self, *, since: str | None = None, sites: tuple[str, ...] = (), statuses: tuple[str, ...] = (),
+        cluster: int | None = None, after: dict[str, int] | None = None,
+    ) -> Iterator[dict]:
         self.flush()
-        query = """
+        after = dict(after or {})
+        article_where, article_params = ["a.id > ?"], [after.get("articles", 0)]
+        repeat_where, repeat_params = ["r.id > ?"], [after.get("repeats", 0)]
+
+        def both(condition: str, *values) -> None:  # the same filter on articles (a) and repeats (r)
+            article_where.append(condition.format(t="a"))
+            article_params.extend(values)
+            repeat_where.append(condition.format(t="r"))
+            repeat_params.extend(values)
+
+        if since is not None:
+            both("{t}.fetched_at >= ?", since)
+        if sites:
+            both(f"{{t}}.site IN ({', '.join('?' for _ in sites)})", *sites)
+        if statuses:
+            article_where.append(f"a.status IN ({', '.join('?' for _ in statuses)})")
+            article_params += statuses
+            if EXACT_DUPLICATE not in statuses:
+                repeat_where.append("0 = 1")
+        if cluster is not None:
+            article_where.append("a.cluster_id = ?")
+            article_params.append(cluster)
+            repeat_where.append("a.cluster_id = ?")
+            repeat_params.append(cluster)
+        query = f"""
             SELECT a.fetched_at, 0 AS kind, a.id, a.url, a.site, a.title, a.text, a.published_at,
                    a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method,
-                   a.score, a.measure
-            FROM articles a
+                   a.score, a.measure, c.origin_url
+            FROM articles a LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
+            WHERE {' AND '.join(article_where)}
             UNION ALL
             SELECT r.fetched_at, 1 AS kind, r.id, r.url, r.site, r.title, a.text, r.published_at,
-                   r.author, r.source, ?, r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact'
+                   r.author, r.source, ?, r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact', c.origin_url
             FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
+                 LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
+            WHERE {' AND '.join(repeat_where)}
             ORDER BY 1, 2, 3
         """
-        for row in self.conn.execute(query, (EXACT_DUPLICATE,)):
-            (_, _, _, url, site, title, text, published_at, author, source, status, duplicate_of,
-             cluster_id, similarity, method, score, measure) = row
+        for row in self.conn.execute(query, (*article_params, EXACT_DUPLICATE, *repeat_params)):
+            (fetched_at, kind, row_id, url, site, title, text, published_at, author, source, status, duplicate_of,
+             cluster_id, similarity, method, score, measure, origin_url) = row
+            table = "repeats" if kind else "articles"
+            after[table] = max(after.get(table, 0), row_id)
             yield {
                 "url": url, "site": site, "title": title, "text": text,
                 "published_at": published_at, "author": author, "source": source,
                 "status": status, "duplicate_of": duplicate_of, "cluster_id": cluster_id,
                 "similarity": similarity, "method": method, "score": score, "measure": measure,
+                "fetched_at": fetched_at, "origin_url": origin_url, "cursor": dict(after),
             }
 
     def counts(self) -> StoreCounts:
@@ -670,3 +850,79 @@ def _article_from_row(row: tuple) -> ArticleRecord:
     if fields["simhash"] is not None:
         fields["simhash"] = from_signed64(fields["simhash"])
     return ArticleRecord(**fields)
+
+
+def _dated(record: ArticleRecord | RepeatRecord) -> tuple[str, str]:
+    dated = date_of(record.published_at, record.fetched_at, record.url)
+    return dated.at, dated.basis
+
+
+@dataclass(frozen=True)
+class _Member:
+    url: str
+    dated_at: str
+    fetched_at: str
+
+
+def _clusters_of(conn: sqlite3.Connection, urls: Iterable[str]) -> set[int]:
+    """Clusters of the articles at ``urls`` (the ones exact repeats join)."""
+    found = set()
+    for url in set(urls):
+        row = conn.execute("SELECT cluster_id FROM articles WHERE url = ?", (url,)).fetchone()
+        if row and row[0] is not None:
+            found.add(row[0])
+    return found
+
+
+def _refresh_clusters(conn: sqlite3.Connection, cluster_ids: Iterable[int]) -> None:
+    """Rewrite the clusters rows of ``cluster_ids`` from their stored members: the origin is the earliest
+    published (newsdedup.origin.earliest), so an earlier copy that arrives late becomes the origin."""
+    for cluster_id in cluster_ids:
+        members = [
+            _Member(*row)
+            for row in conn.execute(
+                """SELECT url, dated_at, fetched_at FROM articles WHERE cluster_id = ?
+                   UNION ALL
+                   SELECT r.url, r.dated_at, r.fetched_at FROM articles a JOIN repeats r ON r.repeat_of = a.url
+                   WHERE a.cluster_id = ?""",
+                (cluster_id, cluster_id),
+            )
+        ]
+        if not members:  # every record of it was a URL stored before (INSERT OR IGNORE kept the old row)
+            continue
+        origin = earliest(members)
+        basis = conn.execute(
+            "SELECT date_basis FROM articles WHERE url = ? UNION ALL SELECT date_basis FROM repeats WHERE url = ?",
+            (origin.url, origin.url),
+        ).fetchone()[0]
+        fetched = [m.fetched_at for m in members]
+        conn.execute(
+            f"""INSERT INTO clusters ({', '.join(CLUSTER_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (cluster_id) DO UPDATE SET origin_url = excluded.origin_url,
+                    origin_dated_at = excluded.origin_dated_at, origin_date_basis = excluded.origin_date_basis,
+                    members = excluded.members, first_fetched_at = excluded.first_fetched_at,
+                    last_fetched_at = excluded.last_fetched_at""",
+            (cluster_id, origin.url, origin.dated_at, basis, len(members), min(fetched), max(fetched)),
+        )
+
+
+def _add_origins(conn: sqlite3.Connection) -> None:
+    """Schema 4: date every stored page and write every cluster's row (databases written before origins)."""
+    for statement in SCHEMA.split(";"):
+        if statement.strip().startswith("CREATE TABLE"):
+            conn.execute(statement)  # IF NOT EXISTS: only a table this database lacks, created whole
+    for table in ("articles", "repeats"):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in DATED_COLUMNS:
+            if column not in columns:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        updates = []
+        for row_id, url, published, fetched in conn.execute(f"SELECT id, url, published_at, fetched_at FROM {table}"):
+            dated = date_of(published, fetched, url)
+            updates.append((dated.at, dated.basis, row_id))
+        conn.executemany(f"UPDATE {table} SET dated_at = ?, date_basis = ? WHERE id = ?", updates)
+    cluster_ids = [row[0] for row in conn.execute("SELECT DISTINCT cluster_id FROM articles WHERE cluster_id IS NOT NULL")]
+    _refresh_clusters(conn, cluster_ids)
+
+
+MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _add_origins}
