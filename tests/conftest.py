@@ -8,6 +8,8 @@ so those tests skip rather than fail when it is absent.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,3 +24,13 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared test data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    """A database written by ``newsdedup demo`` (two crawls of the bundled mini-portal), made once a session."""
+    db = tmp_path_factory.mktemp("demo") / "demo.sqlite"
+    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "demo", "--storage", f"sqlite:///{db}"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return db
