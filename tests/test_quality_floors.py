@@ -20,7 +20,6 @@ from newsdedup.evaluation.floors import (
     load_floors,
     loosened_without_reason,
     lower_floor,
-    main,
     parse_floors,
     raise_floors,
 )
@@ -200,16 +199,14 @@ def test_lower_refuses_tightening_and_unknown_metrics(floors_file: Path) -> None
     assert floors_file.read_text(encoding="utf-8") == FLOORS_TEXT
 
 
-def test_command_line_check_raise_and_lower(tmp_path: Path, floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    results = tmp_path / "results.json"
-    results.write_text('{"demo": {"f1": 0.8, "passed": 25, "leaks": 0, "fp_rate": 0.0}}', encoding="utf-8")
-    assert main(["check", str(results), "--floors", str(floors_file)]) == 1
-    assert "FAIL: below minimum" in capsys.readouterr().out
-    assert main(["raise", str(floors_file), "--results", str(results), "--headroom", "0.01"]) == 0
-    assert load_floors(floors_file).maximum == {"demo.leaks": 1, "demo.fp_rate": 0.01}
-    assert main(["lower", str(floors_file), "demo.f1", "0.75", "--reason", "harder test pages"]) == 0
+def test_eval_command_line_lowers_a_floor_with_its_reason(floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from newsdedup.cli import main
+
+    assert main(["eval", "--floors", str(floors_file), "--lower-floor", "demo.f1=0.75"]) == 2  # no reason
+    assert main(["eval", "--floors", str(floors_file), "--lower-floor", "demo.f1=0.75",
+                 "--reason", "harder test pages"]) == 0
     assert "Floor-lowered: demo.f1 0.9 -> 0.75: harder test pages" in capsys.readouterr().out
-    assert main(["check", str(results), "--floors", str(floors_file)]) == 0
+    assert load_floors(floors_file).minimum["demo.f1"] == 0.75
 
 
 # ----------------------------------------------------------------------------- git history
