@@ -5,7 +5,7 @@
 
 * ``simhash``: :class:`SimhashIndex` (64 bits, k = 3) over uniformly random fingerprints, 5% of them near-copies
   (1-3 bits flipped) of an earlier one.  Real fingerprints are skewed, so real buckets are longer.
-* ``spotsigs``: :class:`SpotSigsIndex` (tau 0.4, 5 spots minimum: the product defaults) over synthetic spot
+* ``spotsigs``: :class:`SpotSigsIndex` with the product's default tau and junk guard over synthetic spot
   multisets drawn to match the Sina texts (printed first, from ``--data``): lognormal lengths (median 81
   occurrences), a piecewise Zipf vocabulary of 150,000 spots (exponents 0.37 / 0.6 / 0.9 at ranks 1 / 100 / 1,000),
   15% of occurrences in no other document, 10% repeating one of the same document, 5% near-copies (10-30% of the
@@ -42,7 +42,7 @@ from pybloom_live import ScalableBloomFilter
 from newsdedup.dedup.bloom import BoundedBloomFilter, optimal_bits_per_key
 from newsdedup.dedup.features import FeatureConfig, FeatureExtractor
 from newsdedup.dedup.simhash_index import SimhashIndex
-from newsdedup.dedup.single_pass import SpotSigsMatcher
+from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher
 from newsdedup.dedup.spotsigs import multiset_jaccard
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
@@ -160,10 +160,10 @@ def run_spotsigs(args: argparse.Namespace) -> None:
             real = [extractor.features(json.loads(line)["text"]).spots or Counter() for line in lines]
         print("spot statistics, Sina:     ", json.dumps(spot_statistics(real)))
         print("spot statistics, generator:", json.dumps(spot_statistics([generator.doc(i) for i in range(len(real))])))
-    matcher = SpotSigsMatcher  # the product's containment parameters
+    defaults = NearSettings()
 
     def build(size: int) -> SpotSigsIndex:
-        index = SpotSigsIndex(tau=0.4, min_signatures=5)
+        index = SpotSigsIndex(tau=defaults.spotsigs_tau, min_signatures=defaults.spotsigs_min_signatures)
         for key in range(size):
             index.add(key, generator.doc(key))
         return index
@@ -172,8 +172,9 @@ def run_spotsigs(args: argparse.Namespace) -> None:
     for size in sorted(args.sizes):
         index = build(size)
         probes = [generator.query(j, size) for j in range(args.queries)]
-        contained = timed(lambda probe: index.contained(probe, min_containment=0.7, min_spots=10,
-                                                        min_ratio=matcher.CONTAINMENT_MIN_RATIO), probes[: args.queries // 5])
+        contained = timed(lambda probe: index.contained(
+            probe, min_containment=defaults.spotsigs_min_containment, min_spots=defaults.spotsigs_containment_min_spots,
+            min_ratio=SpotSigsMatcher.CONTAINMENT_MIN_RATIO), probes[: args.queries // 5])
         docs = scanned[:size]
         scan = timed(lambda probe: [multiset_jaccard(probe, doc) for doc in docs], probes[:5])
         row = {"index": "spotsigs", "size": size, "query": timed(index.query, probes), "containment": contained,

@@ -267,9 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
     dedup.add_argument("--method", default="spotsigs", choices=("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"),
                        help="near-duplicate method (default: spotsigs)")
-    dedup.add_argument("--tau", type=float, default=0.4, help="SpotSigs Jaccard threshold (default 0.4)")
-    dedup.add_argument("--min-containment", type=float, default=0.7,
-                       help="SpotSigs containment fallback for short versions; 0 switches it off (default 0.7)")
+    dedup.add_argument("--tau", type=float, default=0.5, help="SpotSigs Jaccard threshold (default 0.5)")
+    dedup.add_argument("--min-containment", type=float, default=0.8,
+                       help="SpotSigs containment fallback for short versions; 0 switches it off (default 0.8)")
     dedup.add_argument("--containment-min-spots", type=int, default=10,
                        help="the smaller text needs this many spots for a containment match (default 10)")
     dedup.add_argument("--min-signatures", type=int, default=5,

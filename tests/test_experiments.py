@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.evaluation.experiments import (
     FIG2_SHARES,
     FIG4_THRESHOLDS,
@@ -63,7 +64,7 @@ def test_fig4_runs_the_products_single_pass(small_run):
     from newsdedup.evaluation.scoring import pair_counts
 
     counts = pair_counts(gold, run.predicted)
-    (row,) = _rows(result, "spotsigs_fig4", method="spotsigs", threshold=0.4)
+    (row,) = _rows(result, "spotsigs_fig4", method="spotsigs", threshold=NearSettings().spotsigs_tau)
     assert (row["true_pairs"], row["predicted_pairs"], row["correct_pairs"]) == (
         counts.true_pairs, counts.predicted_pairs, counts.correct_pairs)
     for name in ("spotsigs-paper", "spotsigs-paper-basic"):  # Jaccard only: a higher bar loses pairs

@@ -125,7 +125,7 @@ class SpotSigsMatcher:
 class SpotSigsDetector:
     method = "spotsigs"
 
-    def __init__(self, *, tau: float = 0.4, min_signatures: int = 5, min_containment: float | None = 0.7,
+    def __init__(self, *, tau: float = 0.5, min_signatures: int = 5, min_containment: float | None = 0.8,
                  containment_min_spots: int = 10) -> None:
         self.tau = tau
         self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
@@ -153,8 +153,8 @@ class HybridDetector:
 
     method = "hybrid"
 
-    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.4, min_signatures: int = 5,
-                 min_containment: float | None = 0.7, containment_min_spots: int = 10) -> None:
+    def __init__(self, *, bits: int = 64, max_distance: int = 3, tau: float = 0.5, min_signatures: int = 5,
+                 min_containment: float | None = 0.8, containment_min_spots: int = 10) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
@@ -301,9 +301,9 @@ class NearSettings:
     method: str = "spotsigs"
     simhash_bits: int = 64
     simhash_max_distance: int = 3
-    spotsigs_tau: float = 0.4
+    spotsigs_tau: float = 0.5
     spotsigs_min_signatures: int = 5
-    spotsigs_min_containment: float | None = 0.7
+    spotsigs_min_containment: float | None = 0.8
     spotsigs_containment_min_spots: int = 10
     esimhash_max_distance: int = 10
     esimhash_weight_cap: float = 90.0

@@ -31,7 +31,7 @@ from pathlib import Path
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.evaluation.baselines import IMatchBaseline, MinHashLSHBaseline, ShinglingBaseline
-from newsdedup.evaluation.methods import PAPER, MethodRun, MethodSpec, Runner
+from newsdedup.evaluation.methods import PAPER, MethodRun, MethodSpec, Runner, describe
 from newsdedup.evaluation.reprints import join_units, pick_bases, sentence_edit_ratio, split_units
 from newsdedup.evaluation.scoring import pair_counts
 
@@ -76,7 +76,7 @@ def _spotsigs_fig4(runner: Runner, docs: Sequence[Mapping]) -> dict:
                  replace(PAPER["spotsigs"], method="spotsigs")),
                 ("spotsigs-paper-basic", "SpotSigs, paper (basic antecedents, Jaccard only)", "basic",
                  replace(PAPER["spotsigs"], method="spotsigs")),
-                ("spotsigs", "SpotSigs, default (containment fallback 0.7)", "optimized", NearSettings()))
+                ("spotsigs", f"SpotSigs, default ({describe(NearSettings())})", "optimized", NearSettings()))
     specs = [(tau, MethodSpec(name, "paper", label, FeatureConfig(antecedents=antecedents),
                               replace(near, spotsigs_tau=tau)))
              for name, label, antecedents, near in variants for tau in FIG4_THRESHOLDS]
@@ -129,7 +129,7 @@ def _fingerprint_methods() -> list[MethodSpec]:
     return [MethodSpec("simhash", "paper", "Simhash 64-bit k=3", both, NearSettings(method="simhash")),
             MethodSpec("esimhash", "paper", "E-Simhash 128-bit k=10 W_t 90", FeatureConfig(method="esimhash"),
                        NearSettings(method="esimhash")),
-            MethodSpec("spotsigs", "product", "SpotSigs (default: tau 0.4, containment 0.7)", both, NearSettings()),
+            MethodSpec("spotsigs", "product", f"SpotSigs (default: {describe(NearSettings())})", both, NearSettings()),
             MethodSpec("hybrid", "product", "hybrid (SpotSigs, else Simhash k=3)", both, NearSettings(method="hybrid"))]
 
 
