@@ -34,6 +34,7 @@ from newsdedup.evaluation.baselines import IMatchBaseline, MinHashLSHBaseline, S
 from newsdedup.evaluation.methods import PAPER, MethodRun, MethodSpec, Runner, describe
 from newsdedup.evaluation.reprints import join_units, pick_bases, sentence_edit_ratio, split_units
 from newsdedup.evaluation.scoring import pair_counts
+from newsdedup.evaluation.suite import cell, table
 
 FIG4_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Every 1% up to 6%, where the curves fall fastest, then every 2% up to 20%.
@@ -73,9 +74,9 @@ def spot_keys(features: DocFeatures) -> list[int]:
 
 def _spotsigs_fig4(runner: Runner, docs: Sequence[Mapping]) -> dict:
     variants = (("spotsigs-paper", "SpotSigs, paper (optimized antecedents, Jaccard only)", "optimized",
-                 replace(PAPER["spotsigs"], method="spotsigs")),
+                 PAPER["spotsigs"]),
                 ("spotsigs-paper-basic", "SpotSigs, paper (basic antecedents, Jaccard only)", "basic",
-                 replace(PAPER["spotsigs"], method="spotsigs")),
+                 PAPER["spotsigs"]),
                 ("spotsigs", f"SpotSigs, default ({describe(NearSettings())})", "optimized", NearSettings()))
     specs = [(tau, MethodSpec(name, "paper", label, FeatureConfig(antecedents=antecedents),
                               replace(near, spotsigs_tau=tau)))
@@ -271,20 +272,12 @@ def _plot_fig5(experiment: Mapping):
 # ------------------------------------------------------------------------------------------ markdown
 
 
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in body)]
-
-
 def _section(experiment: Mapping, header: Sequence[str], body: Sequence[Sequence[str]], image: str) -> list[str]:
     wrong = {m["name"]: sum(r.get("wrong", 0) for r in experiment["rows"] if r["method"] == m["name"])
              for m in experiment["methods"]}
     lines = [f"### {experiment['title']}", "", experiment["protocol"], "",
              "Methods: " + "; ".join(f"`{m['name']}` {m['label']}" for m in experiment["methods"]) + ".", "",
-             *_table(header, body), ""]
+             *table(header, body), ""]
     if "copies" in experiment["rows"][0]:
         lines += ["Copies put with another original (all levels): " + ", ".join(f"{k} {v}" for k, v in wrong.items())
                   + ".", ""]
@@ -297,20 +290,20 @@ def format_markdown(result: Mapping) -> str:
     names = [m["name"] for m in fig4["methods"]]
     at = {(r["method"], r["threshold"]): r for r in fig4["rows"]}
     lines = _section(fig4, ["tau", *(f"{n} P / R" for n in names)], [
-        [f"{tau:.1f}", *(f"{_cell(at[n, tau]['precision'])} / {_cell(at[n, tau]['recall'])}" for n in names)]
+        [f"{tau:.1f}", *(f"{cell(at[n, tau]['precision'])} / {cell(at[n, tau]['recall'])}" for n in names)]
         for tau in FIG4_THRESHOLDS], "SpotSigs fig. 4")
     names = [m["name"] for m in fig2["methods"]]
     at = {(r["method"], r["operation"], r["share"]): r["rate"] for r in fig2["rows"]}
     reorder = {r["method"]: r for r in fig2["rows"] if r["operation"] == "reorder"}
-    body = [[f"{round(100 * s)}%", *(f"{_cell(at[n, 'add', s])} / {_cell(at[n, 'delete', s])}" for n in names)]
+    body = [[f"{round(100 * s)}%", *(f"{cell(at[n, 'add', s])} / {cell(at[n, 'delete', s])}" for n in names)]
             for s in FIG2_SHARES]
     moved = next(iter(reorder.values()))["share"]
-    body.append([f"reorder ({round(100 * moved)}% of sentences moved)", *(_cell(reorder[n]["rate"]) for n in names)])
+    body.append([f"reorder ({round(100 * moved)}% of sentences moved)", *(cell(reorder[n]["rate"]) for n in names)])
     lines += _section(fig2, ["changed", *(f"{n} add / del" for n in names)], body, "Semantic fingerprint fig. 2")
     names = [m["name"] for m in fig5["methods"]]
     at = {(r["method"], r["modification"]): r["rate"] for r in fig5["rows"]}
     paper = {r["modification"]: r for r in fig5["paper"]["rows"]}
-    body = [[f"{round(100 * s)}%", *(_cell(at[n, s]) for n in names), _cell(paper[s]["esimhash"]),
-             _cell(paper[s]["simhash"])] for s in FIG5_SHARES]
+    body = [[f"{round(100 * s)}%", *(cell(at[n, s]) for n in names), cell(paper[s]["esimhash"]),
+             cell(paper[s]["simhash"])] for s in FIG5_SHARES]
     lines += _section(fig5, ["modified", *names, "paper E-Simhash", "paper Simhash"], body, "E-Simhash fig. 5")
     return "\n".join(lines + ["Seconds: " + ", ".join(f"{k} {v}" for k, v in result.get("seconds", {}).items()) + "."])

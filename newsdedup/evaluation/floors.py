@@ -5,7 +5,7 @@ table (measured >= floor) and a ``[maximum]`` table (measured <= floor); keys ar
 eval's ``results.json``.  Floors move one way easily and the other way only on purpose: :func:`raise_floors`
 (``newsdedup eval --raise-floors``) only tightens; :func:`lower_floor` (``newsdedup eval --lower-floor``) needs a
 reason and prints the commit trailer ``Floor-lowered: <metric> <old> -> <new>: <reason>``;
-:func:`loosened_without_reason` names every commit of the file's git history that loosened a floor without it.
+:func:`floor_lowered_trailer`'s line is what ``tests/test_quality_floors.py`` looks for in the git history.
 
 >>> floors = parse_floors('[minimum]\\n"a.f1" = 0.9\\n[maximum]\\n"a.leaks" = 2\\n')
 >>> [(c.metric, c.kind, c.passed) for c in check_floors({"a": {"f1": 0.95, "leaks": 3}}, floors)]
@@ -18,8 +18,6 @@ import importlib.resources
 import math
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
@@ -76,10 +74,6 @@ class FloorChange:
     @property
     def trailer(self) -> str:
         return floor_lowered_trailer(self.metric, self.old, self.new, self.reason or "")
-
-
-class HistoryUnavailable(RuntimeError):
-    """git is missing, or the folder is not inside a git work tree."""
 
 
 def _is_number(value: object) -> bool:
@@ -226,56 +220,3 @@ def _rewrite(path: Path, changes: Sequence[FloorChange]) -> None:
     with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
         out.write(text)
     os.replace(temporary, path)
-
-
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, encoding="utf-8",
-                          errors="replace", check=False)
-
-
-def _floors_at(repo: Path, commit: str, path: str) -> Floors | None:
-    shown = _git(repo, "show", f"{commit}:./{path}")  # ./: relative to -C, as the log's pathspec
-    return parse_floors(shown.stdout, f"{commit[:10]}:{path}") if shown.returncode == 0 else None
-
-
-def loosened_without_reason(repo: Path, path: str) -> list[str]:
-    """Every loosening (a floor lowered or removed) of ``path`` in ``repo``'s git history whose commit message
-    lacks a ``Floor-lowered: <metric> ...`` line for it.  A merge counts only floors looser than in every parent.
-    Raises :class:`HistoryUnavailable` when git is missing or ``repo`` is no checkout."""
-    if shutil.which("git") is None:
-        raise HistoryUnavailable("git is not installed")
-    inside = _git(repo, "rev-parse", "--is-inside-work-tree") if Path(repo).is_dir() else None
-    if inside is None or inside.stdout.strip() != "true":
-        raise HistoryUnavailable(f"{repo} is not a git checkout")
-    log = _git(repo, "log", "--full-history", "--format=%H%x1f%P%x1f%B%x1e", "--", path)
-    if log.returncode != 0:
-        if "does not have any commits" in log.stderr:
-            return []
-        raise HistoryUnavailable(f"git log failed in {repo}: {log.stderr.strip()}")
-    problems = []
-    for record in filter(str.strip, log.stdout.split("\x1e")):
-        commit, parents, message = record.lstrip("\n").split("\x1f", 2)
-        where = f"{commit[:10]} ({(message.strip().splitlines() or [''])[0]})"
-        try:
-            after = _floors_at(repo, commit, path)
-        except ValueError as error:
-            problems.append(f"{where}: committed a floors file that does not parse: {error}")
-            continue
-        flagged: dict[tuple[str, str], str] | None = None
-        for parent in parents.split():
-            try:
-                before = _floors_at(repo, parent, path) or Floors()
-            except ValueError:
-                before = Floors()  # reported at the commit that broke it
-            loosened = {}
-            for metric, kind, old in before.entries():
-                new = after.table(kind).get(metric) if after else None
-                if new is None:
-                    loosened[metric, kind] = f"removed the {kind} floor {metric} (was {_number(old)})"
-                elif (new < old) if kind == "min" else (new > old):
-                    loosened[metric, kind] = f"loosened the {kind} floor {metric} {_number(old)} -> {_number(new)}"
-            flagged = loosened if flagged is None else {k: v for k, v in flagged.items() if k in loosened}
-        explained = set(re.findall(rf"^\s*{TRAILER_KEY}:\s*(\S+)", message, flags=re.MULTILINE))
-        problems += [f"{where}: {text} without a '{TRAILER_KEY}: {metric} ...' line in its message"
-                     for (metric, _), text in (flagged or {}).items() if metric not in explained]
-    return problems

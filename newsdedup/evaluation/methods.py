@@ -36,7 +36,7 @@ TUNING_GRID: dict[str, dict[str, tuple]] = {
                  "spotsigs_min_containment": (None, 0.6, 0.7, 0.8, 0.9),
                  "spotsigs_min_signatures": (3, 5, 8), "spotsigs_containment_min_spots": (5, 10, 20)},
     "simhash": {"simhash_max_distance": tuple(range(3, 13))},
-    "esimhash": {"esimhash_max_distance": (10, 14, 18, 22, 26, 30)},
+    "esimhash": {"esimhash_max_distance": (10, 16, 22, 28, 34, 40)},
     "dwdcs": {"dwdcs_cosine": (0.7, 0.8, 0.9), "dwdcs_max_variance": (0.01, 0.02, 0.04, 0.08)},
 }
 #: The bar a tuned setting must pass before its F1 counts: what a monitoring user can live with (merging two

@@ -1,8 +1,7 @@
 """Pairwise precision, recall and F1 of a clustering against gold stories, as the papers measure.
 
-A *true pair* is two documents of the same gold story; a *predicted pair* is two documents in the
-same predicted cluster (for ``newsdedup dedup`` output: the same ``cluster_id``).  No predicted pair
-gives precision 1.0 (nothing wrong was claimed), no true pair recall 1.0.
+A *true pair* is two documents of one gold story, a *predicted pair* two documents in one predicted cluster.
+No predicted pair gives precision 1.0 (nothing wrong was claimed), no true pair recall 1.0.
 
 >>> counts = pair_counts({"a": 1, "b": 1, "c": 1, "d": 2}, {"a": "x", "b": "x", "c": "y", "d": "y"})
 >>> counts.true_pairs, counts.predicted_pairs, counts.correct_pairs, round(counts.f1, 3)
@@ -59,10 +58,6 @@ class Rate:
         return {"hits": self.hits, "total": self.total, "rate": round(self.value, 4)}
 
 
-def _pairs_within(sizes: Iterable[int]) -> int:
-    return sum(n * (n - 1) // 2 for n in sizes)
-
-
 def pair_counts(gold: Mapping[Hashable, Hashable], predicted: Mapping[Hashable, Hashable]) -> PairCounts:
     """True, predicted and correct pairs, counted from cluster sizes (the pairs are never listed)."""
     if gold.keys() != predicted.keys():
@@ -70,11 +65,9 @@ def pair_counts(gold: Mapping[Hashable, Hashable], predicted: Mapping[Hashable, 
             f"gold and predicted must label the same documents ({len(gold.keys() - predicted.keys())} missing "
             f"from predicted, {len(predicted.keys() - gold.keys())} not in gold)"
         )
-    return PairCounts(
-        true_pairs=_pairs_within(Counter(gold.values()).values()),
-        predicted_pairs=_pairs_within(Counter(predicted.values()).values()),
-        correct_pairs=_pairs_within(Counter((gold[d], predicted[d]) for d in gold).values()),
-    )
+    pairs = [sum(n * (n - 1) // 2 for n in Counter(labels).values())
+             for labels in (gold.values(), predicted.values(), ((gold[d], predicted[d]) for d in gold))]
+    return PairCounts(*pairs)
 
 
 def edit_band(ratio: float) -> str:
@@ -98,14 +91,6 @@ def _recall_by(gold: Mapping, predicted: Mapping, groups_of_pair: Callable[[Hash
                 totals[group] += 1
                 hits[group] += predicted[a] == predicted[b]
     return {group: Rate(hits[group], totals[group]) for group in totals}
-
-
-def _false_positive_rate(gold: Mapping, predicted: Mapping, docs: Sequence[Hashable]) -> Rate:
-    """Share of ``docs`` put in a cluster together with a document of another story."""
-    stories_in: dict[Hashable, set] = defaultdict(set)
-    for doc, cluster in predicted.items():
-        stories_in[cluster].add(gold[doc])
-    return Rate(sum(len(stories_in[predicted[d]]) > 1 for d in docs), len(docs))
 
 
 @dataclass(frozen=True)
@@ -150,14 +135,14 @@ def evaluate(docs: Sequence[Mapping], predicted: Mapping[Hashable, Hashable], *,
             return {kind[max((a, b), key=ratio.__getitem__)]}
         return ({kind[a], kind[b]} - {"original"}) or {"original"}
 
-    negatives = {k: [d["id"] for d in docs if d["kind"] == k] for k in negative_kinds}
-    return Report(
-        overall=overall,
-        by_kind=_recall_by(gold, predicted, kinds),
-        by_band=_recall_by(gold, predicted, lambda a, b: [edit_band(max(ratio[a], ratio[b]))]),
-        negatives_fp=_false_positive_rate(gold, predicted, [d for ids in negatives.values() for d in ids]),
-        fp_by_kind={k: _false_positive_rate(gold, predicted, ids) for k, ids in negatives.items()},
-    )
+    stories_in: dict[Hashable, set] = defaultdict(set)
+    for doc, cluster in predicted.items():
+        stories_in[cluster].add(gold[doc])
+    merged = {k: [len(stories_in[predicted[d["id"]]]) > 1 for d in docs if d["kind"] == k] for k in negative_kinds}
+    return Report(overall, _recall_by(gold, predicted, kinds),
+                  _recall_by(gold, predicted, lambda a, b: [edit_band(max(ratio[a], ratio[b]))]),
+                  Rate(sum(sum(m) for m in merged.values()), sum(len(m) for m in merged.values())),
+                  {k: Rate(sum(m), len(m)) for k, m in merged.items()})
 
 
 def clusters_from_verdicts(verdicts: Iterable[Mapping]) -> dict[Hashable, Hashable]:

@@ -55,7 +55,7 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
-            self._bar = None
+        self._bar = None
 
 
 def _extraction(data_dir: Path, progress: _Progress) -> dict:
@@ -195,28 +195,30 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
 
 
 # --------------------------------------------------------------------------------------------- output
-def _f(value, digits: int = 3) -> str:
+def cell(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in body)]
+
+
 def _method_table(rows: Sequence[Mapping]) -> list[str]:
-    lines = ["| method | kind | parameters | tune F1 | P | R | F1 | hard negatives merged | exact repeats caught "
-             "| ms/doc (features + dedup) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        cost, negatives = row.get("ms_per_doc"), row["negatives_fp"]
-        cost_text = "-" if not cost else f"{cost['total']:.2f}" + (
-            f" ({cost['features']:.2f} + {cost['dedup']:.2f})" if cost["features"] else "")
-        lines.append(f"| {row['method']} | {row['family']} | {row['description']} | {_f(row.get('tune', {}).get('f1'))} "
-                     f"| {_f(row['precision'])} | {_f(row['recall'])} | **{_f(row['f1'])}** | "
-                     f"{negatives['hits']}/{negatives['total']} | {_f(row.get('exact_detection'), 2)} | {cost_text} |")
-    return lines
+    def cost(c: Mapping | None) -> str:
+        return "-" if not c else f"{c['total']:.2f}" + (f" ({c['features']:.2f} + {c['dedup']:.2f})" if c["features"] else "")
+
+    return table(["method", "kind", "parameters", "tune F1", "P", "R", "F1", "hard negatives merged",
+                  "exact repeats caught", "ms/doc (features + dedup)"],
+                 [[r["method"], r["family"], r["description"], cell(r.get("tune", {}).get("f1")), cell(r["precision"]),
+                   cell(r["recall"]), f"**{cell(r['f1'])}**", f"{r['negatives_fp']['hits']}/{r['negatives_fp']['total']}",
+                   cell(r.get("exact_detection"), 2), cost(r.get("ms_per_doc"))] for r in rows])
 
 
 def _recall_table(rows: Sequence[Mapping], key: str) -> list[str]:
     columns = list(dict.fromkeys(k for row in rows for k in row[key]))
-    lines = ["| method | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
-    return lines + [f"| {row['method']} | " + " | ".join(_f(row[key][c]["rate"], 2) if c in row[key] else "-"
-                                                         for c in columns) + " |" for row in rows]
+    return table(["method", *columns], [[r["method"], *(cell(r[key][c]["rate"], 2) if c in r[key] else "-"
+                                                          for c in columns)] for r in rows])
 
 
 def format_markdown(results: Mapping) -> str:
@@ -225,33 +227,32 @@ def format_markdown(results: Mapping) -> str:
     lines = ["# newsdedup evaluation report", "",
              f"Data `{meta['data']}`, seed {meta['seed']}, Python {meta['python']} on {meta['cpus']} cores, started "
              f"{meta['started']}; seconds per stage: {meta.get('seconds')}.", "",
-             "Reproduce: `newsdedup eval --data ../shared/data --out DIR`. Pairwise precision / recall / F1 over all",
+             "Reproduce: `newsdedup eval --data ../shared/data --out DIR`. Pairwise precision / recall / F1 over all "
              "pairs of documents that share a true story (the papers' measure).", ""]
     if ex := results.get("extraction"):
-        cw, plain = ex["cwced"], ex.get("cwced_plain_trafilatura") or {}
-        lines += ["## Extraction", "", "| measure | newsdedup | plain trafilatura |", "|---|---|---|",
-                  f"| cwced bag-of-jieba-tokens P / R / F1 ({cw.get('pages')} pages) | {_f(cw.get('precision'))} / "
-                  f"{_f(cw.get('recall'))} / **{_f(cw.get('f1'))}** | {_f(plain.get('precision'))} / "
-                  f"{_f(plain.get('recall'))} / {_f(plain.get('f1'))} |",
-                  f"| mean F1, all gold pages | {_f(ex['all_pages_f1']['ours'])} | {_f(ex['all_pages_f1']['trafilatura'])} |",
-                  f"| cwced date / author accuracy | {_f(cw.get('date_accuracy'))} / {_f(cw.get('author_accuracy'))} | |",
-                  f"| trafilatura-zh snippet checks | {ex['snippets']['passed']}/{ex['snippets']['total']} | "
-                  f"{ex['snippets'].get('plain_trafilatura_passed')}/{ex['snippets']['total']} |",
-                  f"| pages leaking related-reading text | **{ex['leaks']['leaking']}** of {ex['leaks']['pages']} | |", ""]
+        cw, plain, snippets = ex["cwced"], ex.get("cwced_plain_trafilatura") or {}, ex["snippets"]
+        lines += ["## Extraction", "", *table(["measure", "newsdedup", "plain trafilatura"], [
+            [f"cwced bag-of-jieba-tokens P / R / F1 ({cw.get('pages')} pages)",
+             f"{cell(cw.get('precision'))} / {cell(cw.get('recall'))} / **{cell(cw.get('f1'))}**",
+             f"{cell(plain.get('precision'))} / {cell(plain.get('recall'))} / {cell(plain.get('f1'))}"],
+            ["mean F1, all gold pages", cell(ex["all_pages_f1"]["ours"]), cell(ex["all_pages_f1"]["trafilatura"])],
+            ["cwced date / author accuracy", f"{cell(cw.get('date_accuracy'))} / {cell(cw.get('author_accuracy'))}", ""],
+            ["trafilatura-zh snippet checks", f"{snippets['passed']}/{snippets['total']}",
+             f"{snippets.get('plain_trafilatura_passed')}/{snippets['total']}"],
+            ["pages leaking related-reading text", f"**{ex['leaks']['leaking']}** of {ex['leaks']['pages']}", ""]]), ""]
     if text := results.get("text_level"):
         lines += ["## Text level", "",
-                  f"The seeded reprint benchmark from `sina-news-2018` in two disjoint halves, through `newsdedup "
-                  f"dedup`'s code (exact stage, then Single-Pass) and the baselines. Parameters are tuned on the tune "
-                  f"half ({text['tune_docs']} documents: the highest F1 at precision >= 0.99 with at most 1% of the hard "
-                  f"negatives merged, by coordinate ascent from the shipped defaults); the figures are those of the "
+                  "The seeded reprint benchmark from `sina-news-2018` in two disjoint halves, through `newsdedup dedup`'s "
+                  "code (exact stage, then Single-Pass) and the baselines. Parameters are tuned on the tune half "
+                  f"({text['tune_docs']} documents: the highest F1 at precision >= 0.99 with at most 1% of the hard "
+                  "negatives merged, by coordinate ascent from the shipped defaults); the figures are those of the "
                   f"held-out test half ({text['docs']} documents, which alone also holds Sogou texts as hard "
-                  f"negatives). `tune F1` is the same row on the tune half: the gap is what tuning flattered.", "",
+                  "negatives). `tune F1` is the same row on the tune half.", "",
                   "Kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(text["kinds"].items())), "",
-                  *_method_table(text["methods"]), ""]
-        for method, tuning in text["tuning"].items():
-            lines.append(f"- {method}: tuning chose {tuning['chosen']} (shipped default: {tuning['default']}; "
-                         f"{len(tuning['tried'])} settings tried)")
-        lines += ["", "Recall by reprint kind:", "", *_recall_table(text["methods"], "recall_by_kind"), "",
+                  *_method_table(text["methods"]), "",
+                  *(f"- {method}: tuning chose {t['chosen']} (shipped default: {t['default']}; {len(t['tried'])} "
+                    "settings tried)" for method, t in text["tuning"].items()), "",
+                  "Recall by reprint kind:", "", *_recall_table(text["methods"], "recall_by_kind"), "",
                   "Recall by edit ratio:", "", *_recall_table(text["methods"], "recall_by_band"), ""]
     if pages := results.get("page_level"):
         crawl = pages["crawl"]
@@ -274,9 +275,9 @@ def format_summary(results: Mapping) -> str:
     lines = []
     if ex := results.get("extraction"):
         cw, plain = ex["cwced"], ex.get("cwced_plain_trafilatura") or {}
-        lines.append(f"extraction: cwced F1 {_f(cw.get('f1'))} (plain trafilatura {_f(plain.get('f1'))}), leaks "
+        lines.append(f"extraction: cwced F1 {cell(cw.get('f1'))} (plain trafilatura {cell(plain.get('f1'))}), leaks "
                      f"{ex['leaks']['leaking']}/{ex['leaks']['pages']}, snippets {ex['snippets']['passed']}/"
-                     f"{ex['snippets']['total']}, date {_f(cw.get('date_accuracy'))}, author {_f(cw.get('author_accuracy'))}")
+                     f"{ex['snippets']['total']}, date {cell(cw.get('date_accuracy'))}, author {cell(cw.get('author_accuracy'))}")
     text, pages = results.get("text_level") or {}, results.get("page_level") or {}
     if text or pages:
         by_name = [{r["method"]: r for r in level.get("methods", [])} for level in (text, pages)]
@@ -284,9 +285,9 @@ def format_summary(results: Mapping) -> str:
         for name in dict.fromkeys([*by_name[1], *by_name[0]]):
             t, p = by_name[0].get(name), by_name[1].get(name)
             cost = (t or p).get("ms_per_doc")
-            lines.append(f"{name:<22}{_f(t and t.get('tune', {}).get('f1')):>8}{_f(t and t['precision']):>8}"
-                         f"{_f(t and t['recall']):>7}{_f(t and t['f1']):>7}{_f(p and p['precision']):>9}"
-                         f"{_f(p and p['recall']):>7}{_f(p and p['f1']):>7}{(_f(cost['total'], 2) if cost else '-'):>8}")
+            lines.append(f"{name:<22}{cell(t and t.get('tune', {}).get('f1')):>8}{cell(t and t['precision']):>8}"
+                         f"{cell(t and t['recall']):>7}{cell(t and t['f1']):>7}{cell(p and p['precision']):>9}"
+                         f"{cell(p and p['recall']):>7}{cell(p and p['f1']):>7}{(cell(cost['total'], 2) if cost else '-'):>8}")
     if pages:
         lines.append(f"page level: {pages['docs']} pages, related-reading leaks {pages['leaks']}")
     if experiments := results.get("experiments"):
