@@ -3,7 +3,7 @@
     python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data]
 
 Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in a portal template with
-navigation, ads and related-reading blocks; a made-up text when the data is absent) plus list pages, serves it
+navigation, ads and related-reading blocks) plus list pages, serves it
 with ``http.server`` from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
 engine with the project's settings (no delays, no robots.txt), each in a fresh process:
 
@@ -41,9 +41,6 @@ PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title} - 本�
 <div class="article">{paragraphs}</div>
 <div class="related"><h3>相关阅读</h3><ul>{related}</ul></div></div>
 <div class="footer">本地新闻网版权所有 未经授权禁止转载</div></body></html>"""
-FALLBACK = ("本地新闻网讯 今天上午，市政府召开新闻发布会，介绍今年以来城市建设和民生保障工作进展情况。发布会上，相关负责人"
-            "表示，全市新建改建道路一百二十公里，新增公共停车位三万余个。今年，全市还将继续推进老旧小区改造，计划完成改造"
-            "项目两百个，惠及居民八万余户。市民代表在会上提出，希望进一步加强社区养老服务设施建设，方便老年人就近享受服务。")
 CONFIGS = {"scrapy_only": {"ITEM_PIPELINES": {}}, "naive": {"ITEM_PIPELINES": {"crawl_throughput.NaivePipeline": 100}},
            "full_w0": {"NEWSDEDUP_WORKERS": 0}, "full_w1": {"NEWSDEDUP_WORKERS": 1}, "full_w2": {"NEWSDEDUP_WORKERS": 2}}
 
@@ -71,12 +68,11 @@ class NaivePipeline:
 def build_site(root: Path, pages: int, data_dir: Path) -> int:
     """Article pages under a/, list pages of 50 links under list/; returns the number of list pages."""
     path = data_dir / "sina-news-2018" / "articles.jsonl.gz"
-    texts = []
-    if path.is_file():
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            texts = [(d["title"], d["text"]) for d in map(json.loads, lines) if len(d["text"]) >= 400]
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: pass --data pointing at the shared data folder")
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        texts = [(d["title"], d["text"]) for d in map(json.loads, lines) if len(d["text"]) >= 400]
     rng = random.Random(2026)
-    texts = texts or [(f"本地新闻第{i}号", "。".join(rng.sample(FALLBACK.split("。"), 4)) * 3) for i in range(pages)]
     texts = [texts[rng.randrange(len(texts))] for _ in range(pages)]
     (root / "a").mkdir(parents=True)
     (root / "list").mkdir()

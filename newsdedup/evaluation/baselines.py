@@ -1,14 +1,10 @@
 """Baseline near-duplicate clusterers the evaluation compares the product with (not used by the crawl).
 
-- :class:`MinHashLSHBaseline`: datasketch ``MinHashLSH`` over character 5-grams of the whitespace-free
-  NFKC text, or over any feature sets (the SpotSigs paper's LSH over spot signatures: ``bands=32, rows=6``);
-  candidates are verified by their estimated Jaccard, so the threshold means what it says.
-- :class:`ShinglingBaseline`: Broder shingling, the exact Jaccard of word 3-shingle sets (jieba-rs words).
+- :class:`MinHashLSHBaseline`: datasketch ``MinHashLSH`` over character 5-grams or given feature sets, candidates
+  verified by their estimated Jaccard; :class:`ShinglingBaseline`: exact Jaccard of word 3-shingle sets.  Both
+  cluster Single-Pass, as the product does (the most similar centre at or above the threshold, else a new one).
 - :class:`IMatchBaseline`: I-Match (Chowdhury et al., ACM TOIS 2002): one SHA-1 of the sorted set of a
   document's words whose IDF over the collection lies in a middle band; equal digests are duplicates.
-
-The first two cluster a stream as the product does (Single-Pass: a document joins the most similar
-cluster centre at or above the threshold, the earliest on ties, else it becomes a centre).
 
 >>> items = [("a", "今天北京下了一场大雪，交通受到影响。"), ("b", "今天北京下了一场大雪，交通受到严重影响。"),
 ...          ("c", "上海明天晴到多云，气温回升。")]

@@ -94,13 +94,8 @@ def split_units(text: str) -> list[str]:
     >>> split_units("第一句。“第二句！”\\n第三句")
     ['第一句。', '“第二句！”\\n', '第三句']
     """
-    pieces, start = [], 0
-    for match in _BOUNDARY.finditer(text):
-        if match.end() > start:
-            pieces.append(text[start : match.end()])
-            start = match.end()
-    if start < len(text):
-        pieces.append(text[start:])
+    bounds = sorted({0, len(text), *(match.end() for match in _BOUNDARY.finditer(text))})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
     units: list[str] = []
     pending = ""  # leading pieces without wording are glued to the first unit, later ones to the previous
     for piece in pieces:
@@ -246,7 +241,8 @@ def _far_apart(groups: Iterable[tuple[str, ...]], limit: int) -> list[str]:
         if len(kept) + len(group) > limit:
             break
         grams = [_char_ngrams(text) for text in group]
-        if any(_near_kept(g, kept_grams, postings) for g in grams):
+        shared = [Counter(i for gram in g for i in postings.get(gram, ())) for g in grams]
+        if any(n / len(g | kept_grams[i]) >= 0.2 for g, counts in zip(grams, shared) for i, n in counts.items()):
             continue
         for text, g in zip(group, grams):
             for gram in g:
@@ -254,11 +250,6 @@ def _far_apart(groups: Iterable[tuple[str, ...]], limit: int) -> list[str]:
             kept.append(text)
             kept_grams.append(g)
     return kept
-
-
-def _near_kept(grams: set[str], kept_grams: list[set[str]], postings: dict[str, list[int]]) -> bool:
-    shared = Counter(i for gram in grams for i in postings.get(gram, ()))
-    return any(count / len(grams | kept_grams[i]) >= 0.2 for i, count in shared.items())
 
 
 def _same_topic_texts(data_dir: Path, pairs: int, split: str, rng: random.Random) -> list[str]:

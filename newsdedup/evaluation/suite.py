@@ -1,22 +1,14 @@
-"""``newsdedup eval``: every quality measure of the project in one reproducible run.
+"""``newsdedup eval``: every quality measure of the project in one reproducible, seeded run.
 
-    newsdedup eval --data ../shared/data --out eval-report [--check-floors]
-
-1. **Extraction** (:mod:`newsdedup.evaluation.extraction`): bag-of-jieba-tokens P/R/F1 on ``cwced`` gold
-   against plain trafilatura, date and author accuracy, trafilatura-zh snippets, related-reading leaks.
-2. **Text level**: the seeded reprint benchmark (:mod:`newsdedup.evaluation.reprints`) in two disjoint halves.
-   The tunable parameters of each product method are chosen on the tune half
-   (:func:`newsdedup.evaluation.methods.tune`); every row (shipped defaults, the papers' parameters, the tuned
-   setting, the baselines) is then scored on the held-out test half, which alone also holds texts of another
-   corpus as hard negatives.  The tune-half F1 stands beside the held-out figures.
-3. **Page level** (:mod:`newsdedup.evaluation.page_level`): test-half texts in real page shells, served on
-   127.0.0.1 and crawled by the real spider and pipelines with the default method; the other rows then dedup
-   the texts that crawl extracted.
+1. **Extraction** (:mod:`newsdedup.evaluation.extraction`) against gold text, snippets and leak checks.
+2. **Text level**: the reprint benchmark (:mod:`newsdedup.evaluation.reprints`) in two disjoint halves; each
+   product method's parameters are tuned on one (:func:`newsdedup.evaluation.methods.tune`), every row is scored
+   on the other, held out, with the tune-half F1 beside it.
+3. **Page level** (:mod:`newsdedup.evaluation.page_level`): held-out texts in real page shells crawled by the
+   spider with the default method; the other rows dedup the texts that crawl extracted.
 4. **The papers' experiments** (:mod:`newsdedup.evaluation.experiments`), each a table and a PNG.
 
-Writes ``results.json``, ``report.md`` and the plots into ``--out``; with ``--check-floors`` the caller compares
-the figures with ``config/quality_floors.toml``.  Everything is seeded: the same data and code give the same
-figures (timings aside).
+Writes ``results.json``, ``report.md`` and the plots into ``--out``.
 """
 
 from __future__ import annotations
@@ -41,21 +33,17 @@ class _Progress:
         self.enabled, self._bar = enabled, None
 
     def stage(self, name: str) -> None:
-        self.close()
-        if self.enabled:
-            from tqdm import tqdm
+        from tqdm import tqdm
 
-            self._bar = tqdm(desc=f"{name:<12}", unit="step", dynamic_ncols=True)
+        self.close()
+        self._bar = tqdm(desc=f"{name:<12}", unit="step", dynamic_ncols=True, disable=not self.enabled)
 
     def step(self, label: str = "") -> None:
-        if self._bar is not None:
-            self._bar.set_postfix_str(label[-40:], refresh=False)
-            self._bar.update()
+        self._bar.set_postfix_str(label[-40:], refresh=False)
+        self._bar.update()
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        self._bar = None
+        self._bar = self._bar.close() if self._bar is not None else None
 
 
 def _extraction(data_dir: Path, progress: _Progress) -> dict:
