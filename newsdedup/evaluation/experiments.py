@@ -103,18 +103,19 @@ def _labels(specs) -> list[dict]:
     return [{"name": name, "label": label} for name, label in dict.fromkeys((s.name, s.description) for s in specs)]
 
 
-def _recognition(runner: Runner, originals: Sequence[tuple[str, str]], levels: Sequence[tuple[dict, list[str]]],
-                 specs: Sequence[MethodSpec]) -> list[dict]:
-    """One row per level and method: how many copies Single-Pass put with their own original, or another's."""
-    streams = [[*originals, *((f"copy:{key}", copy) for (key, _), copy in zip(originals, copies))]
-               for _, copies in levels]
+def _recognition(runner: Runner, key: str, title: str, edits: str, originals: Sequence[tuple[str, str]],
+                 levels: Sequence[tuple[dict, list[str]]], specs: Sequence[MethodSpec]) -> dict:
+    """Experiment ``key``: a row per level and method, how many copies joined their own original, or another's."""
+    streams = [[*originals, *((f"copy:{k}", copy) for (k, _), copy in zip(originals, copies))] for _, copies in levels]
     rows = []
     for (level, _), runs in zip(levels, runner.run(streams, specs)):
         for run in runs:
-            recognised, wrong = _recognised(run, [key for key, _ in originals])
+            recognised, wrong = _recognised(run, [k for k, _ in originals])
             rows.append({**level, "method": run.spec.name, "rate": round(recognised / len(originals), 4),
                          "recognised": recognised, "wrong": wrong, "copies": len(originals)})
-    return rows
+    return {"title": title, "protocol": f"{len(originals)} pool articles of 800+ characters, each followed by a copy "
+                                        f"with {edits}; recognised: the copy joins its own original's cluster.",
+            "bases": len(originals), "methods": _labels(specs), "rows": rows, "paper": PAPER_FIGURES[key]}
 
 
 def _recognised(run: MethodRun, originals: Sequence[str]) -> tuple[int, int]:
@@ -165,13 +166,10 @@ def run_paper_experiments(data_dir: Path, out_dir: Path, *, benchmark_docs: Sequ
         levels.append(({"operation": "reorder", "share": round(moved, 4)}, reordered))
         specs = [*_fingerprint_methods(), MethodSpec("shingling", "baseline", "Shingling word 3-shingles, Jaccard >= "
                                                      "0.95", baseline=partial(ShinglingBaseline, threshold=0.95))]
-        fig2 = {"title": "Semantic-fingerprint paper, fig. 2: recognition rate against added / deleted text, and "
-                         "reordering",
-                "protocol": f"{bases} pool articles of 800+ characters, each followed by a copy with 1-20% of its "
-                            "characters added (donor sentences) or deleted (sentence-sized spans) at random positions, "
-                            "or with 1 to all sentences moved; recognised: the copy joins its own original's cluster.",
-                "bases": bases, "methods": _labels(specs), "rows": _recognition(runner, originals, levels, specs),
-                "paper": PAPER_FIGURES["fingerprint_fig2"]}
+        fig2 = _recognition(runner, "fingerprint_fig2", "Semantic-fingerprint paper, fig. 2: recognition rate "
+                            "against added / deleted text, and reordering", "1-20% of its characters added (donor "
+                            "sentences) or deleted (sentence-sized spans) at random positions, or with 1 to all "
+                            "sentences moved", originals, levels, specs)
         seconds["fingerprint_fig2"] = round(time.perf_counter() - started, 1)
 
         started = time.perf_counter()
@@ -182,12 +180,9 @@ def run_paper_experiments(data_dir: Path, out_dir: Path, *, benchmark_docs: Sequ
             FeatureConfig(method="simhash", simhash_bits=128),
             NearSettings(method="simhash", simhash_bits=128, simhash_max_distance=10)),
             MethodSpec("i-match", "baseline", "I-Match, collection IDF band [0.2, 0.95]", baseline=IMatchBaseline)]
-        fig5 = {"title": "E-Simhash paper, fig. 5: dedup rate against the modification share",
-                "protocol": f"{bases} pool articles of 800+ characters, each followed by a copy with exactly "
-                            "5/10/15/20% of its characters touched by a random mix of modify / delete / move / replace; "
-                            "dedup rate: the share of copies that join their own original's cluster.",
-                "bases": bases, "methods": _labels(specs), "rows": _recognition(runner, originals, levels, specs),
-                "paper": PAPER_FIGURES["esimhash_fig5"]}
+        fig5 = _recognition(runner, "esimhash_fig5", "E-Simhash paper, fig. 5: dedup rate against the modification "
+                            "share", "exactly 5/10/15/20% of its characters touched by a random mix of modify / delete / "
+                            "move / replace (the dedup rate is the share recognised)", originals, levels, specs)
         seconds["esimhash_fig5"] = round(time.perf_counter() - started, 1)
     result = {"spotsigs_fig4": fig4, "fingerprint_fig2": fig2, "esimhash_fig5": fig5}
     for key, draw in (("spotsigs_fig4", _plot_fig4), ("fingerprint_fig2", _plot_fig2), ("esimhash_fig5", _plot_fig5)):
