@@ -1,4 +1,4 @@
-"""The ``newsdedup`` command line: demo, export, extract, dedup, antecedents, eval.
+"""The ``newsdedup`` command line: demo, export, failures, report, monitor, extract, dedup, antecedents, eval.
 
 Crawling itself is ``scrapy crawl portal`` from the project root (see README.md).
 """
@@ -16,7 +16,9 @@ from typing import TextIO
 EXPORT_FIELDS = (
     "url", "site", "title", "text", "published_at", "author", "source",
     "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure",
+    "fetched_at", "origin_url",
 )
+EXPORT_STATUSES = ("unique", "near_duplicate", "exact_duplicate")
 
 
 def _open_output(path: str) -> TextIO:
@@ -37,27 +39,223 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(storage=args.storage, workers=args.workers, verbose=args.verbose)
 
 
+def _open_existing_store(command: str, uri: str):
+    """The store of ``uri``, open, or an error line (returns None) for a missing, foreign or damaged one."""
+    from newsdedup.storage import StoreError, open_store
+
+    try:
+        store = open_store(uri)
+    except ValueError as exc:
+        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        return None
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        print(f"newsdedup {command}: error: no database at {uri}", file=sys.stderr)
+        return None
+    try:
+        store.open()
+    except StoreError as exc:
+        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        return None
+    return store
+
+
+def _since(value: str | None) -> str | None:
+    from newsdedup.timespec import parse_since
+
+    return None if value is None else parse_since(value)
+
+
+def _list_option(values: list[str] | None) -> tuple[str, ...]:
+    """Repeated and/or comma-separated values: ``--site a --site b,c``."""
+    return tuple(v.strip() for value in values or () for v in value.split(",") if v.strip())
+
+
 # -- export --------------------------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
-    from newsdedup.storage import open_store
+    from newsdedup.storage import StoreError
 
-    store = open_store(args.storage)
-    if args.storage.startswith("sqlite:///") and not Path(args.storage[len("sqlite:///"):]).exists():
-        print(f"newsdedup export: no database at {args.storage}", file=sys.stderr)
-        return 2
-    store.open()
-    out = _open_output(args.output)
     try:
-        count = 0
-        for row in store.iter_export():
-            _dump({field: row[field] for field in EXPORT_FIELDS}, out)
+        since = _since(args.since)
+        fields = _list_option([args.fields]) if args.fields else EXPORT_FIELDS
+        unknown = [f for f in fields if f not in EXPORT_FIELDS]
+        if unknown:
+            raise ValueError(f"--fields: unknown field(s) {', '.join(unknown)}; choose from {','.join(EXPORT_FIELDS)}")
+        statuses = _list_option(args.status)
+        bad = [s for s in statuses if s not in EXPORT_STATUSES]
+        if bad:
+            raise ValueError(f"--status: unknown status {', '.join(bad)}; choose from {', '.join(EXPORT_STATUSES)}")
+    except ValueError as exc:
+        print(f"newsdedup export: error: {exc}", file=sys.stderr)
+        return 2
+    store = _open_existing_store("export", args.storage)
+    if store is None:
+        return 2
+    cursor_name = f"export/{args.incremental}" if args.incremental else None
+    out = _open_output(args.output)
+    count = 0
+    try:
+        after = json.loads(store.load_state(cursor_name)) if cursor_name and store.load_state(cursor_name) else None
+        cursor = after
+        for row in store.iter_export(since=since, sites=_list_option(args.site), statuses=statuses,
+                                     cluster=args.cluster, after=after):
+            _dump({field: row[field] for field in fields}, out)
             count += 1
-    finally:
-        store.close()
+            cursor = row["cursor"]
         if out is not sys.stdout:
             out.close()
-    print(f"exported {count} article pages", file=sys.stderr)
+        else:
+            out.flush()
+        # Saved only once everything is written: an export that fails half way is repeated, never skipped.
+        if cursor_name and cursor:
+            store.save_state(cursor_name, json.dumps(cursor).encode())
+    except StoreError as exc:
+        print(f"newsdedup export: error: {exc} (after {count} article pages)", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+        if out is not sys.stdout and not out.closed:
+            out.close()
+    mode = f" (new since the last --incremental {args.incremental} export)" if cursor_name else ""
+    print(f"exported {count} article pages{mode}", file=sys.stderr)
     return 0
+
+
+# -- failures ------------------------------------------------------------------------------
+FAILURE_FIELDS = ("what", "url", "site", "reason", "detail", "attempts", "last_at", "next_try_at")
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    from newsdedup.storage import StoreError
+
+    store = _open_existing_store("failures", args.storage)
+    if store is None:
+        return 2
+    try:
+        rows = list(store.iter_failures(site=args.site))
+    except StoreError as exc:
+        print(f"newsdedup failures: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    if args.json:
+        for row in rows:
+            _dump(row, sys.stdout)
+    else:
+        print(format_failures(rows))
+    waiting = sum(1 for row in rows if row["next_try_at"])
+    print(f"{len(rows)} pages: {waiting} to be tried again, {len(rows) - waiting} given up", file=sys.stderr)
+    return 0
+
+
+def format_failures(rows: Sequence[dict]) -> str:
+    """A table of failed and transiently skipped pages: what, reason, attempts, next try, URL, detail."""
+    lines = []
+    for row in rows:
+        next_try = row["next_try_at"] or "given up"
+        lines.append(
+            f"{row['what']:<8} {row['reason']:<18} {row['site'] or '-':<12} {row['attempts']:>2}  "
+            f"{row['last_at']}  next {next_try:<25}  {row['url']}  ({row['detail']})"
+        )
+    return "\n".join(lines) if lines else "no failed or skipped pages waiting"
+# -- report --------------------------------------------------------------------------------
+REPORT_FORMATS = ("json", "csv", "html")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    fmt = args.format or next((f for f in REPORT_FORMATS if args.output.endswith("." + f)), "json")
+    try:
+        since = _since(args.since)
+    except ValueError as exc:
+        print(f"newsdedup report: {exc}", file=sys.stderr)
+        return 2
+    store = _open_existing_store("report", args.storage)
+    if store is None:
+        return 2
+    try:
+        report = _build_report(store, since=since, site=args.site, min_copies=args.min_copies, query=args.query)
+    except ValueError as exc:
+        print(f"newsdedup report: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    _write_report(report, fmt, args.output, top=args.top)
+    print(f"{report['totals']['stories']} reprinted stories, {report['totals']['copies']} copies, "
+          f"{report['totals']['sites']} sites ({fmt}{'' if args.output == '-' else ' in ' + args.output})",
+          file=sys.stderr)
+    return 0
+
+
+def _build_report(store, **filters) -> dict:
+    from newsdedup.report import report_from_store
+    from newsdedup.timespec import now_iso
+
+    return report_from_store(store, generated_at=now_iso(), **filters)
+
+
+def _write_report(report: dict, fmt: str, output: str, *, top: int) -> None:
+    from newsdedup.report import render_html, write_csv
+
+    out = _open_output(output)
+    try:
+        if fmt == "json":
+            out.write(json.dumps(report, ensure_ascii=False, indent=1) + "\n")
+        elif fmt == "csv":
+            write_csv(report, out)
+        else:
+            out.write(render_html(report, top=top))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+# -- monitor -------------------------------------------------------------------------------
+def cmd_monitor(args: argparse.Namespace) -> int:
+    import signal
+
+    from newsdedup.monitor import Monitor, ScheduleLock, crawl_command, schedule_lock_path
+    from newsdedup.timespec import parse_duration
+
+    try:
+        every = parse_duration(args.every)
+        _since(args.report_since)  # checked now, applied after each run
+        for setting in args.setting or ():
+            if "=" not in setting:
+                raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
+    except ValueError as exc:
+        print(f"newsdedup monitor: {exc}", file=sys.stderr)
+        return 2
+    log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr  # noqa: SIM115
+    command = crawl_command(storage_uri=args.storage, sites=args.sites, site=args.site, settings=args.setting or ())
+    lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
+
+    def after_run(status: int) -> None:
+        if not args.report:
+            return
+        store = _open_existing_store("monitor", args.storage)
+        if store is None:
+            return
+        try:
+            since = _since(args.report_since)
+            report = _build_report(store, since=since, site=None, min_copies=1, query=None)
+        finally:
+            store.close()
+        _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
+                      args.report, top=args.top)
+        monitor.say(f"report written to {args.report} ({report['totals']['stories']} stories since {since})")
+
+    try:
+        monitor = Monitor(command, every=every, lock=lock, log=log, runs=args.runs, after_run=after_run)
+    except ValueError as exc:
+        print(f"newsdedup monitor: {exc}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, monitor.stop)
+    signal.signal(signal.SIGINT, monitor.stop)
+    monitor.say(f"every {args.every}, lock {lock.path}; stop with Ctrl-C or SIGTERM")
+    try:
+        return monitor.run()
+    finally:
+        if log is not sys.stderr:
+            log.close()
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -290,11 +488,74 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--verbose", action="store_true", help="show Scrapy's log")
     demo.set_defaults(func=cmd_demo)
 
-    export = sub.add_parser("export", help="JSON lines, one per article page fetched (articles and exact repeats)")
-    export.add_argument("--storage", default=_default_shown("NEWSDEDUP_STORAGE_URI"),
-                        help="storage URI, e.g. sqlite:///news.sqlite (default: the crawl's, %(default)s)")
+    storage_default = _default_shown("NEWSDEDUP_STORAGE_URI")
+    storage_help = "storage URI, e.g. sqlite:///news.sqlite (default: the crawl's, %(default)s)"
+    since_help = "only what was fetched in this window: a duration back from now (24h, 7d) or a date/time " \
+                 "(2026-11-16, 2026-11-16T08:00; China time unless an offset is given)"
+    export = sub.add_parser("export", help="JSON lines, one per article page fetched (articles and exact repeats)",
+                            description="JSON lines, one per article page fetched, in fetch order, filtered.")
+    export.add_argument("--storage", default=storage_default, help=storage_help)
     export.add_argument("--output", "-o", default="-", help="output file (default: standard output)")
+    export.add_argument("--since", help=since_help)
+    export.add_argument("--site", action="append", help="only these sites (repeat or comma-separate)")
+    export.add_argument("--status", action="append",
+                        help=f"only these statuses: {', '.join(EXPORT_STATUSES)} (repeat or comma-separate)")
+    export.add_argument("--cluster", type=int, help="only the pages of this cluster (story) id")
+    export.add_argument("--fields", help=f"comma-separated fields to write, e.g. url,site,status,origin_url "
+                        f"(default: all: {','.join(EXPORT_FIELDS)})")
+    export.add_argument("--incremental", nargs="?", const="default", metavar="NAME",
+                        help="only pages stored since the last --incremental export of this NAME (default "
+                        "'default'); the position is kept in the database")
     export.set_defaults(func=cmd_export)
+
+    failures = sub.add_parser(
+        "failures", help="pages that could not be fetched or analysed: reason, attempts, when they are tried again",
+        description="Lists the failures table (HTTP errors, over-size downloads, redirect loops, network errors) and "
+        "pages skipped for a transient reason (empty, too_short, malformed, error, timeout, crashed), newest first. "
+        "Later crawls fetch each again from its next-try time, until it has had NEWSDEDUP_RETRY_MAX_ATTEMPTS.",
+    )
+    failures.add_argument("--storage", default=_default_shown("NEWSDEDUP_STORAGE_URI"),
+                          help="storage URI (default: the crawl's, %(default)s)")
+    failures.add_argument("--site", help="only this site")
+    failures.add_argument("--json", action="store_true", help=f"JSON lines with {', '.join(FAILURE_FIELDS)}")
+    failures.set_defaults(func=cmd_failures)
+    report = sub.add_parser(
+        "report", help="reprinted stories: origin (who published first), copies, sites; JSON, CSV or HTML",
+        description="Reprint clusters with at least --min-copies copies: each story's origin (the copy "
+        "published first) and every copy (site, time, exact or near, similarity), counts per site and which "
+        "sites copy from which. JSON (schema: newsdedup.report.REPORT_SCHEMA) and CSV (one row per copy) for "
+        "programs, one self-contained HTML page for people.",
+    )
+    report.add_argument("--storage", default=storage_default, help=storage_help)
+    report.add_argument("--since", help="stories with a copy fetched in this window: " + since_help.split(": ", 1)[1])
+    report.add_argument("--site", help="only stories with a page on this site")
+    report.add_argument("--min-copies", type=int, default=1, help="stories with at least this many copies (default 1)")
+    report.add_argument("--query", help="only stories whose title or text contains this (case-insensitive)")
+    report.add_argument("--format", choices=REPORT_FORMATS,
+                        help="json, csv or html (default: from the --output suffix, else json)")
+    report.add_argument("--output", "-o", default="-", help="output file (default: standard output)")
+    report.add_argument("--top", type=int, default=20, help="HTML: stories shown (default 20)")
+    report.set_defaults(func=cmd_report)
+
+    monitor = sub.add_parser(
+        "monitor", help="crawl every N minutes, never two runs at once (a lock), optionally refreshing a report",
+        description="Runs `scrapy crawl portal` at a fixed rate in fresh processes. Each run takes an exclusive "
+        "flock on the schedule lock file (default: <database>.schedule.lock, the file README's crontab line "
+        "locks too); a run that finds it held is skipped. SIGTERM/Ctrl-C stops after the running crawl.",
+    )
+    monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")
+    monitor.add_argument("--storage", default=storage_default, help=storage_help)
+    monitor.add_argument("--sites", help="site file (default: the shipped config/sites.toml)")
+    monitor.add_argument("--site", help="only this site of the file")
+    monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
+                         help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")
+    monitor.add_argument("--log", help="append the monitor's and the crawls' output to this file (default: stderr)")
+    monitor.add_argument("--lock", help="the schedule lock file (default: <database>.schedule.lock)")
+    monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
+    monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
+    monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
+    monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
+    monitor.set_defaults(func=cmd_monitor)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")

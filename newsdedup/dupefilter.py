@@ -1,12 +1,21 @@
-"""Request filter that also remembers article pages fetched by earlier runs.
+"""Request filter that also remembers article pages handled by earlier runs.
 
 Scheduled monitoring runs fetch the start and list pages every time, but an article URL that an
-earlier run already handled (stored, recorded as a repeat, or skipped) is not fetched again.
-The URLs are read from the article store when the crawl opens into a Bloom filter sized for
-twice the stored count at ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one
-new article in a million is wrongly skipped even after the filter grows; a false positive here
-can only skip a page, and it costs nothing else).  Within a run Scrapy's own fingerprint filter
-still applies.  Only requests the spider marks ``meta["newsdedup_article"]`` are checked.
+earlier run already handled (stored, recorded as a repeat, or skipped or failed and not yet due for
+another try, see :mod:`newsdedup.retry`) is not fetched again. The URLs are read from the article
+store when the crawl opens into a Bloom filter sized for twice the stored count at
+``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
+wrongly skipped even after the filter grows; a false positive here can only skip a page, and it
+costs nothing else). Only requests the spider marks ``meta["newsdedup_article"]`` are checked there.
+With a retention window (``NEWSDEDUP_RETENTION_DAYS``) the Bloom filter holds only the URLs fetched
+within it; a link it has not seen is looked up in the store, so older articles are not fetched again
+either (see :mod:`newsdedup.retention`).
+
+Within a run Scrapy's fingerprint filter still applies, but in memory only, also with ``JOBDIR``:
+Scrapy would write every scheduled request to ``requests.seen`` as it is scheduled, and after a
+``kill -9`` that file names pages whose results were never committed (so a resumed job would never
+fetch them) and list pages a resumed job must fetch again. The database is the one record of what
+is done; ``JOBDIR`` keeps Scrapy's request queue.
 """
 
 from __future__ import annotations
@@ -17,13 +26,14 @@ from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
 
-from newsdedup import options
+from newsdedup import options, retention, runstats
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.storage import open_store
 
 logger = logging.getLogger(__name__)
 
 ARTICLE_META_KEY = "newsdedup_article"
+SITE_META_KEY = "newsdedup_site"
 
 
 def url_key(url: str) -> str:
@@ -34,23 +44,32 @@ def url_key(url: str) -> str:
 class SeenArticlesDupeFilter(RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler):
-        dupefilter = super().from_crawler(crawler)
+        # No job directory: nothing about this run's requests is written to requests.seen (module doc).
+        dupefilter = cls(None, crawler.settings.getbool("DUPEFILTER_DEBUG"), fingerprinter=crawler.request_fingerprinter)
         dupefilter.crawler = crawler
         dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
         dupefilter.error_rate = options.get_float(crawler.settings, "NEWSDEDUP_URLFILTER_ERROR_RATE")
+        dupefilter.retention_days = retention.retention_days(crawler.settings)
         dupefilter.seen_articles = None
+        dupefilter.store = None  # open during the crawl when a window is on: URLs older than it are looked up
         return dupefilter
 
     def open(self) -> None:
         super().open()
         if not self.storage_uri:
             return
+        since = retention.window_start(self.retention_days)
         store = open_store(self.storage_uri)
         store.open()
         try:
-            urls = [url_key(u) for u in store.iter_fetched_urls()]
-        finally:
+            urls = [url_key(u) for u in store.iter_fetched_urls(since=since)]
+        except BaseException:
             store.close()
+            raise
+        if since is None:
+            store.close()
+        else:
+            self.store = store
         self.seen_articles = BoundedBloomFilter.of(
             urls, expected=max(2 * len(urls), 100_000), error_rate=self.error_rate
         )
@@ -58,11 +77,21 @@ class SeenArticlesDupeFilter(RFPDupeFilter):
         logger.info("URL filter: %d article pages known from earlier runs", len(urls))
 
     def request_seen(self, request: Request) -> bool:
-        if (
-            self.seen_articles is not None
-            and request.meta.get(ARTICLE_META_KEY)
-            and url_key(request.url) in self.seen_articles
-        ):
-            self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
-            return True
+        if self.seen_articles is not None and request.meta.get(ARTICLE_META_KEY):
+            known = url_key(request.url) in self.seen_articles
+            if not known and self.store is not None and self.store.knows_url(request.url):
+                known = True  # handled before the retention window
+                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
+            if known:
+                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
+                site = request.meta.get(SITE_META_KEY)
+                if site and not super().request_seen(request):  # count each known link once per site
+                    self.crawler.stats.inc_value(runstats.site_key(site, runstats.KNOWN))
+                return True
         return super().request_seen(request)
+
+    def close(self, reason: str) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        return super().close(reason)

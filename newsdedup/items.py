@@ -31,3 +31,14 @@ class ArticlePage:
 
     def __repr__(self) -> str:
         return f"<ArticlePage {self.url} site={self.site} status={self.status}>"
+
+
+@dataclass
+class FetchFailure:
+    """An article page that could not be fetched (from the spider's errback), for the failures table."""
+
+    url: str
+    site: str
+    kind: str  # http_500, http_404, too_large_download, redirect_loop, download_timeout, connection, download_error
+    detail: str
+    failed_at: str

@@ -25,6 +25,7 @@ from newsdedup import settings as DEFAULTS
 from newsdedup.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.retry import RetryPolicy
 
 # Words that switch an optional number off (``-s NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT=none``).
 _OFF = ("", "none", "off")
@@ -60,12 +61,24 @@ def get_int(settings, name: str, *, minimum: int | None = None, choices: tuple[i
     return number
 
 
-def get_float(settings, name: str) -> float:
+def get_float(settings, name: str, *, minimum: float | None = None) -> float:
     value = raw(settings, name)
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise SettingError(f"{name}: expected a number, got {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise SettingError(f"{name}: must be >= {minimum:g}, got {number:g}")
+    return number
+
+
+def get_bool(settings, name: str) -> bool:
+    """``True``/``False`` as Scrapy spells them on the command line (also 1/0, on/off, yes/no)."""
+    value = raw(settings, name)
+    word = str(value).strip().lower()
+    if isinstance(value, bool) or word in ("true", "1", "on", "yes", "false", "0", "off", "no"):
+        return value if isinstance(value, bool) else word in ("true", "1", "on", "yes")
+    raise SettingError(f"{name}: expected True or False, got {value!r}")
 
 
 def get_optional(settings, name: str, convert=float):
@@ -154,6 +167,30 @@ def extract_options(settings) -> ExtractOptions:
     )
 
 
+def retry_policy(settings) -> RetryPolicy:
+    return _build(
+        "NEWSDEDUP_RETRY_MAX_ATTEMPTS / NEWSDEDUP_RETRY_BACKOFF", RetryPolicy,
+        max_attempts=get_int(settings, "NEWSDEDUP_RETRY_MAX_ATTEMPTS", minimum=1),
+        backoff=get_float(settings, "NEWSDEDUP_RETRY_BACKOFF", minimum=0),
+    )
+
+
+def extract_timeout(settings) -> float | None:
+    """``NEWSDEDUP_EXTRACT_TIMEOUT``: seconds a page may take in a worker; ``none`` for no limit."""
+    value = get_optional(settings, "NEWSDEDUP_EXTRACT_TIMEOUT")
+    if value is not None and value <= 0:
+        raise SettingError(f"NEWSDEDUP_EXTRACT_TIMEOUT: must be > 0 seconds (or none), got {value:g}")
+    return value
+
+
+def share(settings, name: str) -> float:
+    """A share in [0, 1]."""
+    value = get_float(settings, name, minimum=0)
+    if value > 1:
+        raise SettingError(f"{name}: expected a share between 0 and 1 (0.2 = 20%), got {value:g}")
+    return value
+
+
 def workers(settings) -> int | None:
     """``NEWSDEDUP_WORKERS``: None (unset, empty or ``none``) means one per core, 0 runs inline."""
     value = get_optional(settings, "NEWSDEDUP_WORKERS", int)
@@ -163,6 +200,6 @@ def workers(settings) -> int | None:
 
 
 __all__ = [
-    "SettingError", "default", "extract_options", "feature_config", "get_float", "get_int", "get_optional",
-    "get_optional_str", "get_str", "near_settings", "raw", "workers",
+    "SettingError", "default", "extract_options", "extract_timeout", "feature_config", "get_float", "get_int",
+    "get_optional", "get_optional_str", "get_str", "near_settings", "raw", "retry_policy", "share", "workers",
 ]

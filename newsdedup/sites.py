@@ -20,7 +20,9 @@ is not taken for the article.  Before matching, the ``#fragment`` is dropped and
 and host are lower-cased.  Portals append tracking queries to article links
 (``?cre=tianyi&mod=...``), so when the URL with its query does not match, the URL without its
 query is tried too; a site whose article identity lives in the query can still spell the
-query out in its pattern.
+query out in its pattern. Scrapy's ``LinkExtractor(allow=...)`` searches instead, so its users write
+path-only patterns; such a pattern (starting with ``/``) could never match here and is refused when
+the file is read, with the whole-URL form to write.
 
 This module has no Scrapy import; the spider turns a ``SiteConfig`` into requests.
 """
@@ -53,6 +55,8 @@ _OPTIONAL_KEYS = ("follow_url_pattern", "remove_selectors")
 _KNOWN_KEYS = _REQUIRED_KEYS + _OPTIONAL_KEYS
 # A name is passed on the command line (-a site=NAME) and appears in stats and stored rows.
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# A pattern that starts with the path: it can never match a whole URL.
+_PATH_ONLY_RE = re.compile(r"\^?/")
 # A bare host name or IP address, as Scrapy's allowed_domains expects (no scheme, port or path).
 _DOMAIN_RE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 # HTMLTranslator is what parsel (Scrapy's selectors) uses, so a selector accepted here works there.
@@ -273,12 +277,21 @@ def _string_list(entry: Mapping[str, Any], key: str, where: str, *, required: bo
 def _pattern(entry: Mapping[str, Any], key: str, where: str) -> re.Pattern[str]:
     text = _string(entry, key, where)
     try:
-        return re.compile(text)
+        pattern = re.compile(text)
     except re.error as exc:
         raise SiteConfigError(
             f"{where}: {key} is not a valid regular expression ({exc}): {text!r}; "
             f"in TOML write patterns as 'literal strings' so backslashes stay as they are"
         ) from None
+    if _PATH_ONLY_RE.match(text):
+        # Scrapy's LinkExtractor(allow=...) searches anywhere in the URL, so its users write paths; here a
+        # pattern is matched against the whole URL and a path-only one would silently match nothing.
+        raise SiteConfigError(
+            f"{where}: {key} '{text}' starts with '/', but patterns match the whole URL (re.fullmatch), scheme and "
+            f"host included; write e.g. 'https?://news\\.example\\.com{text.lstrip('^')}' or "
+            f"'https?://[^/]+{text.lstrip('^')}' for any host"
+        )
+    return pattern
 
 
 def _host_allowed(host: str, domains: tuple[str, ...]) -> bool:

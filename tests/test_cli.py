@@ -37,7 +37,7 @@ def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
 def test_help_lists_every_command():
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("demo", "export", "extract", "dedup", "antecedents", "eval"):
+    for command in ("demo", "export", "failures", "extract", "dedup", "antecedents", "eval"):
         assert command in result.stdout
 
 
@@ -94,8 +94,19 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "Run 1" in out and "Run 2" in out
-    assert "exact repeats dropped" in out and "near-duplicate reprints tagged" in out
-    assert "14 unique stories" in out  # the demo has 14 distinct stories over its two days
+    assert "14 stories" in out  # the demo has 14 distinct stories over its two days
+    # Each run's per-site table adds up: every article link is known, fetched, failed or behind robots.txt,
+    # and every fetched page is stored, a repeat or skipped (the demo serves one 404 and one robots-only page).
+    header = "site      list pages  article links  known  fetched  stored  new  near  repeats  skipped  failed"
+    assert out.count(header) == 2, out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["dongfang"], ["nanling"], ["xinghe"], ["qinghe"])]
+    assert len(rows) == 8, out
+    robots = {1: 0, 2: 0}
+    for number, row in enumerate(rows):
+        _, lists, links, known, fetched, stored, new, near, repeats, skipped, failed = row[:1] + [int(v) for v in row[1:]]
+        assert lists > 0 and stored == new + near and fetched == stored + repeats + skipped, row
+        robots[1 + number // 4] += links - known - fetched - failed
+    assert robots == {1: 1, 2: 1}, out  # the qinghe preview page robots.txt forbids, in both runs
     exported = run_cli("export", "--storage", f"sqlite:///{tmp_path / 'demo.sqlite'}")
     assert len(exported.stdout.splitlines()) == 23  # every article page of day 2, stored or repeated
 
@@ -118,3 +129,37 @@ def test_eval_refuses_to_lower_a_floor_without_a_reason(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Floor-lowered: text_level.default.f1" in result.stdout
     assert "0.9" in floors.read_text(encoding="utf-8")
+
+
+def test_failures_lists_failed_and_retried_pages_with_attempts_and_next_try(tmp_path):
+    from newsdedup.storage import open_store
+    from newsdedup.storage.base import FailureRecord, SkippedRecord
+
+    uri = f"sqlite:///{tmp_path / 'news.sqlite'}"
+    with open_store(uri) as store:
+        store.add_failure(FailureRecord("http://a/1", "sina", "http_500", "HTTP 500", "2026-11-21T08:00:00+00:00",
+                                        attempts=2, next_try_at="2026-11-21T09:00:00+00:00"))
+        store.add_skipped(SkippedRecord("http://a/2", "sohu", "too_short", "shorter than 150", "2026-11-21T07:00:00+00:00",
+                                        attempts=4))
+        store.add_skipped(SkippedRecord("http://a/3", "sohu", "video", "a video page", "2026-11-21T07:00:00+00:00"))
+    result = run_cli("failures", "--storage", uri)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2  # the video page is what it is, not a failure
+    assert lines[0].split()[:4] == ["failed", "http_500", "sina", "2"] and "next 2026-11-21T09:00:00+00:00" in lines[0]
+    assert lines[1].split()[:4] == ["skipped", "too_short", "sohu", "4"] and "next given up" in lines[1]
+    assert "2 pages: 1 to be tried again, 1 given up" in result.stderr
+    rows = [json.loads(line) for line in run_cli("failures", "--storage", uri, "--site", "sohu", "--json").stdout.splitlines()]
+    assert [(r["url"], r["reason"], r["next_try_at"]) for r in rows] == [("http://a/2", "too_short", None)]
+
+
+def test_failures_and_export_of_a_file_that_is_no_database_say_so_in_one_line(tmp_path):
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not a database\n" * 50)
+    for command in ("failures", "export"):
+        result = run_cli(command, "--storage", f"sqlite:///{bad}")
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            f"newsdedup {command}: error: {bad} is not a usable newsdedup database (file is not a database): "
+            "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
+        ]

@@ -8,8 +8,7 @@ project root writing to SQLite; the checks read the store and the server's reque
 from __future__ import annotations
 
 import json
-import os
-import signal
+import random
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import REPO_ROOT
+from faultsite import FaultSite, alive, kill, outcomes, run_crawl as run_fault_crawl, start_crawl, wait_for, worker_pids
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
 
@@ -129,38 +129,92 @@ def test_two_scheduled_runs_store_each_story_once_and_tag_every_reprint(portal, 
     assert all(urlsplit(r["duplicate_of"]).path in day1["new_article_pages"] for r in reprints)
 
 
-def test_a_killed_crawl_loses_nothing_when_restarted(portal, tmp_path):
-    server, sites_file = portal
-    manifest = load_manifest()
-    db = tmp_path / "news.sqlite"
-    # Slow the crawl so it can be killed half way; commit every record.
-    command = crawl_command(sites_file, db, "-s", "DOWNLOAD_DELAY=0.4", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1",
-                            "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=1")
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if db.exists():
-                try:
-                    with sqlite3.connect(db) as conn:
-                        if conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] >= 3:
-                            break
-                except sqlite3.OperationalError:
-                    pass  # schema not created yet
-            time.sleep(0.2)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait(timeout=30)
-    with sqlite3.connect(db) as conn:
-        stored_before = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0]
-    assert 3 <= stored_before < manifest["by_day"][1]["unique"] + manifest["by_day"][1]["duplicates"]
+# A site of 150 articles: 1-120 distinct stories, 121-150 reprints of 1-30 (even: exact, odd: near).
+REPRINTS = {n: (n - 120, "exact" if n % 2 == 0 else "near") for n in range(121, 151)}
 
-    run_crawl(sites_file, db)
-    rows = export(db)
-    paths = [urlsplit(r["url"]).path for r in rows]
-    assert sorted(paths) == sorted(manifest["by_day"][1]["new_article_pages"])  # complete, nothing twice
-    check_stories(rows, manifest["pages"])
+
+def _story(path: str) -> int:
+    n = int(path.rsplit("/", 1)[1].split(".")[0])
+    return REPRINTS.get(n, (n, ""))[0]
+
+
+def check_crash_consistency(site: FaultSite, db, *, complete: bool) -> None:
+    """No URL in two tables, no story stored as new twice, every reprint pointing into its own story;
+    ``complete``: every article page of the site is recorded."""
+    found = outcomes(db)
+    assert all(len(where) == 1 for where in found.values()), {u: w for u, w in found.items() if len(w) > 1}
+    if complete:
+        assert sorted(found) == sorted(site.url(p) for p in site.article_paths)
+    elif not found:
+        return  # killed before anything was committed
+    with sqlite3.connect(db) as conn:
+        articles = conn.execute("SELECT url, status, duplicate_of, cluster_id, id FROM articles").fetchall()
+        repeats = conn.execute("SELECT url, repeat_of FROM repeats").fetchall()
+    by_story: dict[int, list[str]] = defaultdict(list)
+    cluster_story = {}
+    for url, status, duplicate_of, cluster_id, article_id in articles:
+        story = _story(urlsplit(url).path)
+        if status == "unique":
+            by_story[story].append(url)
+            cluster_story[article_id] = story
+    assert all(len(urls) == 1 for urls in by_story.values()), {s: u for s, u in by_story.items() if len(u) > 1}
+    for url, status, duplicate_of, cluster_id, _ in articles:
+        if status != "unique":
+            assert _story(urlsplit(duplicate_of).path) == _story(urlsplit(url).path), (url, duplicate_of)
+            assert cluster_story[cluster_id] == _story(urlsplit(url).path), (url, cluster_id)
+    for url, repeat_of in repeats:
+        assert _story(urlsplit(repeat_of).path) == _story(urlsplit(url).path), (url, repeat_of)
+
+
+def test_kill_9_at_five_random_moments_then_the_same_command_loses_nothing_and_stores_nothing_twice(tmp_path):
+    seed = random.randrange(1_000_000)
+    rng = random.Random(seed)
+    with FaultSite(150, per_list=50, reprints=REPRINTS, article_delay=0.01) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        moments = []
+        for attempt in range(5):
+            crawl = start_crawl(sites, db, workers=2, log=tmp_path / f"crawl{attempt}.log")  # default batch size
+            moment = rng.uniform(0.5, 10.0)
+            moments.append(round(moment, 2))
+            deadline = time.monotonic() + moment
+            workers: set[int] = set()
+            while time.monotonic() < deadline and crawl.poll() is None:
+                workers.update(worker_pids(crawl.pid))
+                time.sleep(0.05)
+            kill(crawl.pid)  # the crawl process only, as the OOM killer or a crashed host would
+            crawl.wait(timeout=30)
+            # Its extraction workers die with it (no orphans).
+            wait_for(lambda: not any(alive(pid) for pid in workers), 10)
+            check_crash_consistency(site, db, complete=False)
+        result = run_fault_crawl(sites, db, workers=2)
+        assert result.returncode == 0, (seed, moments, result.stderr[-3000:])
+        check_crash_consistency(site, db, complete=True)
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] + conn.execute(
+                "SELECT COUNT(*) FROM repeats").fetchone()[0] == 150, (seed, moments)
+
+
+def test_jobdir_resumes_after_kill_9_and_fetches_what_was_not_saved(tmp_path):
+    with FaultSite(60, article_delay=0.05) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        jobdir = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
+        crawl = start_crawl(sites, db, *jobdir, log=tmp_path / "crawl.log")
+        try:
+            wait_for(lambda: sum(n for p, n in site.served.items() if p.startswith("/a/")) >= 20, 120)
+        finally:
+            kill(crawl.pid)
+            crawl.wait(timeout=30)
+        fetched_before = sum(n for p, n in site.served.items() if p.startswith("/a/"))
+        result = run_fault_crawl(sites, db, *jobdir)
+        assert result.returncode == 0, result.stderr[-3000:]
+        fetched_after = sum(n for p, n in site.served.items() if p.startswith("/a/"))
+        assert fetched_after - fetched_before >= 60 - fetched_before  # at least every page it had not fetched
+        assert site.served["/list/1.html"] == 2  # the start page again: it is fetched every run
+        check = outcomes(db)
+        assert sorted(check) == sorted(site.url(p) for p in site.article_paths)
+        assert all(len(where) == 1 for where in check.values())
 
 
 def test_a_broken_site_file_stops_the_crawl_with_a_message_naming_the_fix(tmp_path):

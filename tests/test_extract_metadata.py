@@ -123,3 +123,32 @@ def test_canonical_falls_back_to_the_given_url():
     meta = extract_metadata(lxml.html.document_fromstring("<html><body><p>x</p></body></html>"), "https://e.cn/b")
     assert meta.canonical_url == "https://e.cn/b"
     assert meta.published_at is None and meta.author is None and meta.source is None
+
+
+def _published(html: str, url: str | None = None) -> str | None:
+    return extract_metadata(lxml.html.fromstring(html), url).published_at
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # A span's ends are a deadline and an effective date, not when the page was published.
+        ("<p>报名日期为2003年11月1日至2003年11月30日，外地考生可以提前函报。</p>", None),
+        ("<p>精选文章(截止2006年8月10日)</p><p>湘菜粤菜兵分两路</p><p>2005-06-14 03:25:55</p>",
+         "2005-06-14T03:25:55+08:00"),
+        ("<p>本办法自2018年5月3日起施行。</p><p>发布时间：2018-04-20 09:30</p>", "2018-04-20T09:30:00+08:00"),
+    ],
+)
+def test_dates_that_open_or_close_a_span_are_not_the_publication(body, expected):
+    assert _published(f"<html><body><h1>标题文字在此</h1>{body}</body></html>") == expected
+
+
+def test_the_url_day_picks_the_byline_and_is_the_last_resort():
+    url = "http://www.example.com.cn/local/2020-02/19/c_1125597921.htm"
+    undated = "<html><body><h1>武汉的声音</h1><p>正文没有日期。</p></body></html>"
+    assert _published(undated, url) == "2020-02-19T00:00:00+08:00"
+    # A related item's time comes first under the headline; the byline of the URL's day wins.
+    page = ("<html><body><h1>武汉的声音</h1><p>相关：2020-02-18 22:10 另一条新闻</p>"
+            "<p>2020-02-19 08:05 来源：新华网</p></body></html>")
+    assert _published(page, url) == "2020-02-19T08:05:00+08:00"
+    assert _published(page) == "2020-02-18T22:10:00+08:00"  # without the URL: the first time near the headline

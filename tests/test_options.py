@@ -1,5 +1,6 @@
 """One settings-to-options path: defaults from newsdedup/settings.py, errors that name the setting."""
 
+import re
 import sqlite3
 
 import pytest
@@ -10,6 +11,8 @@ from newsdedup import settings as defaults
 from newsdedup.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.options import SettingError
+from newsdedup.storage.base import StoreError
 from newsdedup.storage.sqlite import SCHEMA_VERSION, SQLiteStore
 
 
@@ -84,5 +87,28 @@ def test_a_database_from_a_newer_newsdedup_is_refused(tmp_path):
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
     conn.commit()
     conn.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(StoreError, match=f"{path} has schema version {SCHEMA_VERSION + 1}, newer"):
         SQLiteStore(path).open()
+
+
+@pytest.mark.parametrize("settings, says", [
+    ({"NEWSDEDUP_EXTRACT_TIMEOUT": "-1"}, "NEWSDEDUP_EXTRACT_TIMEOUT: must be > 0"),
+    ({"NEWSDEDUP_EXTRACT_TIMEOUT": "soon"}, "NEWSDEDUP_EXTRACT_TIMEOUT: expected a number or none"),
+    ({"NEWSDEDUP_RETRY_MAX_ATTEMPTS": "0"}, "NEWSDEDUP_RETRY_MAX_ATTEMPTS: must be >= 1"),
+    ({"NEWSDEDUP_RETRY_BACKOFF": "-5"}, "NEWSDEDUP_RETRY_BACKOFF: must be >= 0"),
+    ({"NEWSDEDUP_MAX_HTTP_ERROR_SHARE": "20"}, "NEWSDEDUP_MAX_HTTP_ERROR_SHARE: expected a share between 0 and 1"),
+    ({"NEWSDEDUP_STORAGE_BUSY_TIMEOUT": "x"}, "NEWSDEDUP_STORAGE_BUSY_TIMEOUT: expected a number"),
+    ({"NEWSDEDUP_EXTRACT_SITE_TEMPLATES": "maybe"}, "NEWSDEDUP_EXTRACT_SITE_TEMPLATES: expected True or False"),
+])
+def test_run_health_settings_name_themselves(settings, says):
+    from newsdedup.pipelines.state import CrawlSettings
+
+    with pytest.raises(SettingError, match=re.escape(says)):
+        CrawlSettings.from_settings(settings)
+
+
+def test_run_health_settings_defaults_and_off():
+    from newsdedup.pipelines.state import CrawlSettings
+
+    crawl = CrawlSettings.from_settings({"NEWSDEDUP_EXTRACT_TIMEOUT": "none"})
+    assert crawl.extract_timeout is None and crawl.retry.max_attempts == 4 and crawl.max_http_error_share == 0.2

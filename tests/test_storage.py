@@ -1,14 +1,21 @@
-"""SQLite store: schema, batching, durability of committed batches, idempotent re-runs."""
+"""SQLite store: schema, batching, durability of committed batches under kill -9, idempotent re-runs, a busy
+database, the run lock, retry state, migrations."""
 
 from __future__ import annotations
 
+import os
+import random
+import signal
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
 from newsdedup.storage import open_store
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
-from newsdedup.storage.base import ArticleRecord, RepeatRecord, SkippedRecord
+from newsdedup.storage.sqlite import SCHEMA_VERSION
+from newsdedup.storage.base import ArticleRecord, FailureRecord, RepeatRecord, SkippedRecord, StoreError, StoreInUse
 
 
 def article(store, url, fingerprint, **extra):
@@ -71,16 +78,117 @@ def test_rerun_does_not_duplicate_rows(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM skipped").fetchone()[0] == 1
 
 
-def test_committed_batches_survive_a_crash_and_wal_is_on(tmp_path):
+# A writer process that adds articles forever in batches of 7 and says how many batches it has committed.
+_WRITER = """
+import sys
+from newsdedup.storage import open_store
+from newsdedup.storage.base import ArticleRecord
+store = open_store(sys.argv[1], batch_size=7)
+store.open()
+n = 0
+while True:
+    n += 1
+    store.add_article(ArticleRecord(id=store.new_article_id(), url=f"http://a/{n}", site="demo", title="t", text="x" * 500,
+                                    published_at=None, author=None, source=None, canonical_url=None, fetched_at="2026-11-16T03:00:00+00:00",
+                                    fingerprint=n.to_bytes(16, "big")))
+    if n % 7 == 0:
+        print(n // 7, flush=True)
+"""
+
+
+def test_kill_9_of_a_writer_keeps_every_committed_batch_and_nothing_else(tmp_path):
     path = tmp_path / "db.sqlite"
-    store = open_store(f"sqlite:///{path}", batch_size=2)
-    store.open()
-    for i in range(5):
-        store.add_article(article(store, f"http://a/{i}", bytes([i]) * 16))
-    # Simulate a killed process: no close(), no flush of the open batch.
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, f"sqlite:///{path}"], stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(random.randint(20, 60)):  # let it commit a random number of batches, then kill it mid-write
+            writer.stdout.readline()
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] == 4  # the fifth is the open batch
+    assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    stored = conn.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM articles").fetchone()
+    # Whole batches only, in order, without gaps: a prefix of what was added.
+    assert stored[0] % 7 == 0 and stored[0] >= 20 * 7 and (stored[1], stored[2]) == (1, stored[0])
+    conn.close()
+    with open_store(f"sqlite:///{path}") as store:  # and the store opens again, continuing the ids
+        assert store.new_article_id() == stored[0] + 1
+
+
+def test_records_that_cannot_be_committed_stay_pending_and_are_not_counted(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with open_store(uri):
+        pass
+    blocker = sqlite3.connect(tmp_path / "db.sqlite", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process's write transaction
+    store = open_store(uri, batch_size=2, busy_timeout=0.1, retries=1)
+    store.open()
+    for i in range(3):
+        store.add_article(article(store, f"http://a/{i}", bytes([i]) * 16))  # the batch commit fails, kept pending
+    assert store.pending_count() == 3 and not store.committed
+    with pytest.raises(StoreError, match="3 records could not be saved .*database is locked"):
+        store.flush()
+    blocker.execute("ROLLBACK")
+    store.close()  # the lock is gone: everything is saved now
+    assert store.committed == {("demo", "unique"): 3}
+
+
+def test_a_second_run_lock_on_the_same_database_is_refused(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom newsdedup.storage import open_store\n"
+         "s = open_store(sys.argv[1]); s.open(); s.lock_for_run(); print('locked', flush=True); time.sleep(60)", uri],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with open_store(uri) as store, pytest.raises(StoreInUse, match=f"in use by another crawl \\(pid {holder.pid}"):
+            store.lock_for_run()
+    finally:
+        holder.kill()
+        holder.wait()
+    with open_store(uri) as store:  # the kernel released the dead holder's lock
+        store.lock_for_run()
+        store.lock_for_run()  # re-entrant within a process
+
+
+def test_retry_state_moves_a_url_between_tables_and_the_url_filter_follows_it(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with open_store(uri) as store:
+        store.add_skipped(SkippedRecord("http://a/1", "demo", "too_short", "", "2026-11-21T00:00:00+00:00",
+                                        attempts=1, next_try_at="2026-11-21T01:00:00+00:00"))
+        store.add_failure(FailureRecord("http://a/2", "demo", "http_500", "HTTP 500", "2026-11-21T00:00:00+00:00",
+                                        attempts=1, next_try_at="2026-11-21T01:00:00+00:00"))
+        store.add_failure(FailureRecord("http://a/3", "demo", "http_404", "HTTP 404", "2026-11-21T00:00:00+00:00"))
+    with open_store(uri) as store:
+        before = sorted(store.iter_fetched_urls(now="2026-11-21T00:30:00+00:00"))
+        due = sorted(store.iter_fetched_urls(now="2026-11-21T02:00:00+00:00"))
+        assert before == ["http://a/1", "http://a/2", "http://a/3"] and due == ["http://a/3"]  # 404: never again
+        assert (store.attempts_of("http://a/1"), store.attempts_of("http://a/9")) == (1, 0)
+        store.add_article(article(store, "http://a/1", b"1" * 16))  # the retry found the article
+        store.add_skipped(SkippedRecord("http://a/2", "demo", "too_short", "", "t", attempts=2))  # fetched, no article
+    found = {table: sorted(r[0] for r in sqlite3.connect(tmp_path / "db.sqlite").execute(f"SELECT url FROM {table}"))
+             for table in ("articles", "skipped", "failures")}
+    assert found == {"articles": ["http://a/1"], "skipped": ["http://a/2"], "failures": ["http://a/3"]}
+
+
+def test_a_database_from_schema_version_2_is_migrated_and_its_transient_skips_are_due_again(tmp_path):
+    path = tmp_path / "db.sqlite"
+    with open_store(f"sqlite:///{path}"):
+        pass
+    conn = sqlite3.connect(path)  # make it look like a version 2 database
+    conn.executescript(
+        "DROP TABLE skipped; DROP TABLE failures; DROP TABLE site_runs;"
+        "CREATE TABLE skipped (url TEXT PRIMARY KEY, site TEXT, reason TEXT NOT NULL, detail TEXT, fetched_at TEXT NOT NULL);"
+        "INSERT INTO skipped VALUES ('http://a/short', 'demo', 'too_short', '', '2026-01-01T00:00:00+00:00');"
+        "INSERT INTO skipped VALUES ('http://a/video', 'demo', 'video', '', '2026-01-01T00:00:00+00:00');"
+        "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
+    )
+    conn.close()
+    with open_store(f"sqlite:///{path}") as store:
+        assert list(store.iter_fetched_urls()) == ["http://a/video"]  # the too_short page is fetched again
+        assert store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 @pytest.mark.parametrize("uri", ["sqlite://", "mysql://x/y", "postgresql://localhost/news"])

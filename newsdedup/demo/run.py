@@ -16,9 +16,11 @@ from scrapy.settings import Settings
 from scrapy.utils.log import configure_logging
 from scrapy.utils.reactor import install_reactor
 
+from newsdedup import runstats
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.spiders.portal import PortalSpider
 from newsdedup.storage import open_store
+from newsdedup.verdict import ExitCode
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
@@ -81,6 +83,7 @@ def _run_in_reactor(coro_factory):
 
 
 def format_summary(runs: list[dict], store_uri: str) -> str:
+    """Each run's closing summary (the one ``scrapy crawl`` logs), then the database's totals."""
     store = open_store(store_uri)
     store.open()
     try:
@@ -89,29 +92,26 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
         store.close()
     lines = []
     for day, stats in enumerate(runs, 1):
-        skipped = {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("newsdedup/extract/skipped/")}
-        lines += [
-            f"Run {day} (day {day} of the portal):",
-            f"  pages fetched          {stats.get('response_received_count', 0)}"
-            f" ({stats.get('newsdedup/crawl/list_pages', 0)} list, {stats.get('newsdedup/crawl/article_pages', 0)} article)",
-            f"  already fetched        {stats.get('newsdedup/urlfilter/filtered', 0)} links to articles of earlier runs not followed",
-            f"  robots.txt forbidden   {stats.get('robotstxt/forbidden', 0)}",
-            f"  articles stored        {stats.get('newsdedup/store/articles', 0)}"
-            f" ({stats.get('newsdedup/near/clusters', 0)} new stories,"
-            f" {stats.get('newsdedup/near/near_duplicates', 0)} near-duplicate reprints tagged)",
-            f"  exact repeats dropped  {stats.get('newsdedup/exact/repeats', 0)} (recorded, not stored twice)",
-            f"  pages skipped          {stats.get('newsdedup/extract/skipped', 0)}"
-            + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(skipped.items())) + ")" if skipped else ""),
-        ]
+        lines += [f"Run {day} (day {day} of the portal):", _indent(runstats.format_summary(stats))]
     lines += [
+        "Columns: article links found on the list pages; known = handled by an earlier run, not fetched again;",
+        "stored = new stories + near-duplicate reprints (tagged with the story they repeat); repeats = exact",
+        "copies, recorded but not stored twice; skipped = pages without an article; failed = not fetchable.",
         "Database totals:",
-        f"  {counts.articles} articles ({counts.unique} unique stories, {counts.near_duplicate} near duplicates),"
-        f" {counts.repeats} exact repeats recorded, {counts.skipped} pages skipped",
+        f"  {counts.articles} articles ({counts.unique} stories, {counts.near_duplicate} near-duplicate reprints),"
+        f" {counts.repeats} exact repeats recorded, {counts.skipped} pages skipped, {counts.failures} failed",
         f"  {counts.clusters_with_duplicates} stories were reprinted (clusters with more than one page)",
         f"  storage: {store_uri}",
         f"  see every record: newsdedup export --storage {store_uri}",
+        f"  failed and skipped pages: newsdedup failures --storage {store_uri}",
+        f"  see who published each reprinted story first, and who copied it: "
+        f"newsdedup report --storage {store_uri} -o report.html",
     ]
     return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
 
 
 def run_demo(*, storage: str | None = None, workers: int | None = None, verbose: bool = False) -> int:
@@ -125,4 +125,4 @@ def run_demo(*, storage: str | None = None, workers: int | None = None, verbose:
         print(f"Serving the demo mini-portal at {server.base_url} (4 portals); crawling it twice...")
         runs = _run_in_reactor(lambda: crawl_days(server, settings, sites_file))
     print(format_summary(runs, storage_uri))
-    return 0
+    return max(int(stats.get("newsdedup/run/exit_code", ExitCode.INTERRUPTED)) for stats in runs)

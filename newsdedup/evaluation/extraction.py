@@ -119,7 +119,7 @@ class GoldPage:
         return gzip.decompress(data) if self.path.suffix == ".gz" else data
 
 
-def _text(path: Path) -> str:
+def _read_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
@@ -128,11 +128,11 @@ def _gold_pages(data: Path) -> list[GoldPage]:
     cwced = data / "cwced"
     for p in sorted((cwced / "original").glob("*.html")):
         if (cwced / "cleaned" / f"{p.stem}.txt").is_file():
-            pages.append(GoldPage("cwced", "cwced", p.stem, p, _text(cwced / "cleaned" / f"{p.stem}.txt")))
+            pages.append(GoldPage("cwced", "cwced", p.stem, p, _read_text(cwced / "cleaned" / f"{p.stem}.txt")))
     xmu = data / "xmu-finance-news"
     if (xmu / "quality.derived.tsv").is_file():
         with (xmu / "quality.derived.tsv").open(encoding="utf-8") as rows:
-            xmu_rows = [(row, _text(xmu / "gold" / f"{row['id']}.txt")) for row in csv.DictReader(rows, delimiter="\t")]
+            xmu_rows = [(row, _read_text(xmu / "gold" / f"{row['id']}.txt")) for row in csv.DictReader(rows, delimiter="\t")]
         # Lines a tenth or more of a portal's golds share are the portal's notices (nbd's copyright footer, sina's
         # editor lines), which its curators kept and the extractor drops on purpose; no article repeats on as many.
         shared = collections.Counter((row["site"], line) for row, gold in xmu_rows
@@ -144,25 +144,25 @@ def _gold_pages(data: Path) -> list[GoldPage]:
                                   gold, row["suspect"] == "no", core))
     small = data / "small-zh-gold"
     for gold in sorted((small / "htmltotext-benchmark" / "gold").glob("*.txt")):
-        lines = _text(gold).strip().splitlines()  # the first line is the headline
+        lines = _read_text(gold).strip().splitlines()  # the first line is the headline
         pages.append(GoldPage("small-zh-gold", "small-zh-gold", gold.stem,
                               small / "htmltotext-benchmark" / "pages" / f"{gold.stem}.html", "\n".join(lines[1:])))
     if (small / "fundus" / "People.json").is_file():
-        body = json.loads(_text(small / "fundus" / "People.json"))["V1"]["body"]
+        body = json.loads(_read_text(small / "fundus" / "People.json"))["V1"]["body"]
         paragraphs = [p for section in body["sections"] for p in section["paragraphs"]]
         pages.append(GoldPage("small-zh-gold", "small-zh-gold", "fundus-people",
                               small / "fundus" / "People_2024_04_24.html.gz", "\n".join(paragraphs)))
     for d in sorted((data / "readability-zh" / "test" / "test-pages").glob("*/")):
         if (d / "source.html").is_file() and (d / "expected.html").is_file():
-            gold = visible_text(lxml.html.document_fromstring(_text(d / "expected.html")))
+            gold = visible_text(lxml.html.document_fromstring(_read_text(d / "expected.html")))
             pages.append(GoldPage("readability-zh", "readability-zh", d.name, d / "source.html", gold))
     n4k = data / "newspaper-goose-zh" / "newspaper4k" / "tests" / "data"
     for p in sorted((n4k / "html").glob("chinese_article*.html")):
         if (n4k / "txt" / f"{p.stem}.txt").is_file():
-            pages.append(GoldPage("newspaper-goose-zh", "newspaper-goose-zh", p.stem, p, _text(n4k / "txt" / f"{p.stem}.txt")))
+            pages.append(GoldPage("newspaper-goose-zh", "newspaper-goose-zh", p.stem, p, _read_text(n4k / "txt" / f"{p.stem}.txt")))
     goose = data / "newspaper-goose-zh" / "goose3" / "tests" / "data" / "content"
     if (goose / "test_bbc_chinese.json").is_file():
-        expected = json.loads(_text(goose / "test_bbc_chinese.json"))["expected"]
+        expected = json.loads(_read_text(goose / "test_bbc_chinese.json"))["expected"]
         pages.append(GoldPage("newspaper-goose-zh", "newspaper-goose-zh", "goose3/test_bbc_chinese",
                               goose / "test_bbc_chinese.html", expected.get("cleaned_text", "")))
     return pages
@@ -369,13 +369,12 @@ def _metadata(data: Path, pages: Sequence[GoldPage], ours: dict[str, dict]) -> d
     misses = []
     for page in pages:
         result = ours[page.name]
-        gold_date = _gold_date(_text(data / "cwced" / "date" / f"{page.name}.txt"))
-        fields = tuple(int(n) for n in re.findall(r"\d+", result["published_at"] or "")[:6]) or None
-        ok = fields is None if gold_date is None else fields is not None and fields[: len(gold_date)] == gold_date
+        gold_date = _gold_date(_read_text(data / "cwced" / "date" / f"{page.name}.txt"))
+        ok = _date_correct(result["published_at"], gold_date)
         dates += ok
         dated += gold_date is not None
         dated_ok += ok and gold_date is not None
-        gold_names, names = _names(_text(data / "cwced" / "author" / f"{page.name}.txt")), _names(result["author"])
+        gold_names, names = _names(_read_text(data / "cwced" / "author" / f"{page.name}.txt")), _names(result["author"])
         authors += gold_names == names
         overlap += (gold_names == names) or bool(gold_names & names)
         if not ok or gold_names != names:
@@ -391,6 +390,12 @@ def _gold_date(text: str) -> tuple[int, ...] | None:
     return tuple(numbers[:6]) if numbers and 1990 <= numbers[0] <= 2100 else None
 
 
+def _date_correct(predicted: str | None, gold: tuple[int, ...] | None) -> bool:
+    """Every date field the gold states matches (and no date where the gold has none)."""
+    fields = tuple(int(n) for n in re.findall(r"\d+", predicted or "")[:6]) or None
+    return fields is None if gold is None else fields is not None and fields[: len(gold)] == gold
+
+
 def _names(text: str | None) -> set[str]:
     if not text or text.strip().upper() in ("UNKNOWN", "UNKNWON"):
         return set()
@@ -402,7 +407,7 @@ def _snippets(data: Path, readings: Sequence[str]) -> dict:
     if not gold_path.is_file():
         return {}
     result: dict = {r: {"passed": 0, "total": 0} for r in readings} | {"failures": []}
-    for entry in json.loads(_text(gold_path)).values():
+    for entry in json.loads(_read_text(gold_path)).values():
         matches = list((data / "trafilatura-zh" / "tests").glob(f"*/{entry['file']}"))
         if not matches:
             continue

@@ -5,8 +5,10 @@ Each field is read from the most reliable place first:
 - title: ``og:title`` / the ``<h1>`` that agrees with ``<title>``, then ``<title>`` with the site suffix
   (``"... _新浪网"``, ``"... - 搜狐财经"``) cut off;
 - published_at: publication ``<meta>`` tags and JSON-LD, then the first date written near the headline
-  in the visible text (``2018年05月03日 10:21``, ``2018-05-03 10:21:00``, ``2018/5/3``), then htmldate's
-  guess (through trafilatura). Normalised to ISO 8601 with an offset, see :func:`normalize_datetime`;
+  in the visible text (``2018年05月03日 10:21``, ``2018-05-03 10:21:00``, ``2018/5/3``; on the day the URL
+  gives, when it gives one), then the date in the URL (``/2018-05/03/``, ``/20180503/``). Dates that open or
+  close a span in the text (``11月1日至11月30日``, ``截止2006年8月10日``, ``5月3日起施行``) are deadlines and
+  effective dates, never the publication. Normalised to ISO 8601 with an offset, see :func:`normalize_datetime`;
 - author: byline lines (作者/记者/文/执笔, then 编辑/责任编辑), then ``<meta name=author>`` and
   trafilatura's author;
 - source: the outlet a reprint names (``来源：新华社`` -> ``新华社``);
@@ -26,15 +28,18 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from lxml.html import HtmlElement
+
+from newsdedup.timespec import CHINA_OFFSET
 
 __all__ = [
     "PageMetadata",
     "extract_metadata",
     "normalize_datetime",
     "find_datetimes",
+    "url_date",
     "clean_title",
     "find_author",
     "find_source",
@@ -43,8 +48,7 @@ __all__ = [
 ]
 
 # Chinese portals almost never state a time zone; they publish in China Standard Time (UTC+8, no daylight
-# saving). A page without an offset is therefore assumed to be +08:00.
-CHINA_OFFSET = timezone(timedelta(hours=8))
+# saving). A page without an offset is therefore assumed to be +08:00 (one definition, in newsdedup.timespec).
 
 # (?<!\s): a separator's leading spaces are matched from the start of their run only, so a long run of
 # spaces is scanned once, not once for every position in it.
@@ -75,6 +79,15 @@ _US_DATE_RE = re.compile(
     r"(?<!\d)(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>(?:19|20)\d{2})\s+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?"
     r"\s*(?P<ampm>AM|PM|am|pm)"
 )
+# A date in an article URL: /2018-05-03/, /2018/0503/, /2018-05/03/ (xinhua), /20180503/ (four-digit years only:
+# 163's /18/0503/ is too ambiguous to trust).
+_URL_DATE_RE = re.compile(
+    r"(?<![\d])(?P<y>(?:19|20)\d{2})[-/_]?(?P<m>0[1-9]|1[0-2])[-/_]?(?P<d>0[1-9]|[12]\d|3[01])(?![\d])"
+)
+# A date that opens or closes a span is a deadline or an effective date mentioned in the text
+# ("报名日期为2003年11月1日至2003年11月30日", "截止2006年8月10日", "自2018年5月3日起施行").
+_SPAN_BEFORE = re.compile(r"(?:截止|截至|至|到|自|从|直到|期限为?|日期为)\s*$")
+_SPAN_AFTER = re.compile(r"^\s*(?:至|到|～|~|—|起|以前|之前|前|止|截止)")
 _COMPACT_DATE_RE = re.compile(r"^(?P<y>(?:19|20)\d{2})(?P<m>\d{2})(?P<d>\d{2})(?:T?(?P<H>\d{2})(?P<M>\d{2})(?P<S>\d{2})?)?")
 
 # A Chinese name, or a Latin user name (not an HTML attribute such as size="20" leaking into the text).
@@ -279,17 +292,51 @@ def _moment(parts: dict[str, str | None], default_offset: timezone) -> datetime 
     return moment
 
 
-def find_datetimes(text: str, *, default_offset: timezone = CHINA_OFFSET) -> list[tuple[int, datetime, bool]]:
-    """Every valid date in ``text`` as (position, datetime, has_time), in text order."""
+def _date_matches(text: str, default_offset: timezone) -> list[tuple[int, int, datetime, bool]]:
+    """Every valid date in ``text`` as (start, end, datetime, has_time), in text order."""
     found = []
     for regex in (_DATE_RE, _US_DATE_RE):
         for match in regex.finditer(text):
             parts = match.groupdict()
             moment = _moment(parts, default_offset)
             if moment is not None:
-                found.append((match.start(), moment, bool(parts.get("H"))))
+                found.append((match.start(), match.end(), moment, bool(parts.get("H"))))
     found.sort(key=lambda item: item[0])
     return found
+
+
+def find_datetimes(text: str, *, default_offset: timezone = CHINA_OFFSET) -> list[tuple[int, datetime, bool]]:
+    """Every valid date in ``text`` as (position, datetime, has_time), in text order."""
+    return [(start, moment, has_time) for start, _, moment, has_time in _date_matches(text, default_offset)]
+
+
+def _dateline_candidates(text: str) -> list[tuple[int, datetime, bool]]:
+    """The dates of ``text`` that can be a publication time: not one end of a span (see _SPAN_BEFORE)."""
+    return [
+        (start, moment, has_time)
+        for start, end, moment, has_time in _date_matches(text, CHINA_OFFSET)
+        if not _SPAN_BEFORE.search(text[max(0, start - 6):start]) and not _SPAN_AFTER.match(text[end:end + 4])
+    ]
+
+
+def url_date(url: str | None) -> datetime | None:
+    """The publication day an article URL states, if it states one (midnight China time).
+
+    >>> url_date("http://www.xinhuanet.com/local/2020-02/19/c_1125597921.htm").date().isoformat()
+    '2020-02-19'
+    >>> url_date("https://news.sina.com.cn/c/2018-05-03/doc-ihacuuvt1234567.shtml").date().isoformat()
+    '2018-05-03'
+    >>> url_date("https://www.163.com/dy/article/H1234567.html") is None
+    True
+    """
+    if not url:
+        return None
+    path = urlsplit(url).path
+    for match in _URL_DATE_RE.finditer(path):
+        moment = _moment({**match.groupdict(), "H": None}, CHINA_OFFSET)
+        if moment is not None:
+            return moment
+    return None
 
 
 def normalize_datetime(value: str, *, default_offset: timezone = CHINA_OFFSET) -> str | None:
@@ -308,7 +355,8 @@ def normalize_datetime(value: str, *, default_offset: timezone = CHINA_OFFSET) -
     return moment.isoformat() if moment else None
 
 
-def _find_published(root: HtmlElement, meta: dict[str, str], ld: list[dict], text: str, title: str | None) -> str | None:
+def _find_published(root: HtmlElement, meta: dict[str, str], ld: list[dict], text: str, title: str | None,
+                    url: str | None = None) -> str | None:
     declared: str | None = None
     for key in _PUBLISHED_META:
         if key in meta:
@@ -336,7 +384,14 @@ def _find_published(root: HtmlElement, meta: dict[str, str], ld: list[dict], tex
         position = text.find(title[:12])
         if position >= 0:
             start = position
-    near = find_datetimes(text[start : start + 1500]) or find_datetimes(text[:start])[-1:] or find_datetimes(text)[:1]
+    near = (_dateline_candidates(text[start : start + 1500]) or _dateline_candidates(text[:start])[-1:]
+            or _dateline_candidates(text)[:1])
+    stated_day = url_date(url)
+    if stated_day is not None and not declared:
+        # The URL says the day: a byline of that day beats other dates near the headline (related items, the
+        # day's edition); without one, the URL's day is the best the page offers.
+        on_day = [item for item in near if item[1].date() == stated_day.date()]
+        near = on_day or [(0, stated_day, False)]
     if declared:
         if "T00:00:00" in declared:
             # A <meta> date without the time: the byline may give the time of that same day.
@@ -415,7 +470,7 @@ def extract_metadata(root: HtmlElement, url: str | None = None, *, text: str | N
     if text is None:
         text = visible_text(root)
     title = _find_title(root, meta, ld)
-    published = _find_published(root, meta, ld, text, title)
+    published = _find_published(root, meta, ld, text, title, url)
     meta_author = meta.get("author") or meta.get("article:author") or meta.get("dc.creator")
     if meta_author and meta_author.startswith(("http://", "https://")):
         meta_author = None

@@ -257,13 +257,17 @@ class SiteTemplate:
     def failure(self, title: str | None, text: str) -> TemplateFailure | None:
         """A :class:`TemplateFailure` when most of ``text`` (the body of a page titled ``title``) is lines that
         other pages of the site carry. Call it before :meth:`learn` for the same page.
+
+        A paragraph other pages carry only in their bodies counts when :attr:`min_pages` pages carry it: on fewer
+        it is a story the site printed twice (an exact or edited reprint, for the dedup stages, whose text a
+        retry would cut down to the edits), while a hot list taken for the article sits on every page.
         """
         total = shared = most = most_outside = 0
         for line in text.splitlines():
             norm = normalize_heading(line)
             total += len(norm)
             h = line_hash(line, title) if norm else None
-            if h is not None and self._count.get(h):
+            if h is not None and (self._outside.get(h) or self._count.get(h, 0) >= self.min_pages):
                 shared += len(norm)
                 most, most_outside = max(most, self._count[h]), max(most_outside, self._outside.get(h, 0))
         if total == 0 or shared < FAILURE_SHARE * total:

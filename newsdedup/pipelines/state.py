@@ -1,13 +1,18 @@
 """State the newsdedup pipelines share within one crawl: store, worker pool, dedup stages, order.
 
 Each pipeline is a thin Scrapy component; they find the one :class:`CrawlState` of their
-crawler through :meth:`CrawlState.of`.  The state opens with the first pipeline and closes
-with the last (reference counted), rebuilding the in-memory dedup indexes from the store when
-it opens: the database is the truth, the indexes are caches.
+crawler through :meth:`CrawlState.of`.  The state opens with the first pipeline (taking the
+database's run lock) and closes with the last (reference counted), rebuilding the in-memory dedup
+indexes from the store when it opens: the database is the truth, the indexes are caches.
+
+When the spider closes, the state turns what was committed into per-site stats, judges the run
+(:mod:`newsdedup.verdict`: exit status and problems), records one ``site_runs`` row per site, and
+logs the closing summary (:mod:`newsdedup.runstats`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -15,15 +20,17 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from newsdedup import options
+from newsdedup import options, retention, runstats
 from newsdedup.analysis import AnalysisPool, ExtractOptions
 from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.extract.template import SiteTemplate
+from newsdedup.retry import RetryPolicy, iso, utc_now
 from newsdedup.storage import open_store
-from newsdedup.storage.base import ArticleStore
+from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError
+from newsdedup.verdict import ExitCode, RunFacts, judge
 
 logger = logging.getLogger(__name__)
 
@@ -34,25 +41,43 @@ _STATE_ATTRIBUTE = "_newsdedup_state"
 class CrawlSettings:
     storage_uri: str
     batch_size: int
+    busy_timeout: float
+    store_retries: int
     workers: int | None
     extract: ExtractOptions
     site_templates: bool
+    extract_timeout: float | None
+    retry: RetryPolicy
+    max_http_error_share: float
     features: FeatureConfig
     near: NearSettings
     exact_error_rate: float
+    retention_days: float | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
+        """Every NEWSDEDUP_* setting of a crawl, checked (SettingError names a bad one)."""
         return cls(
             storage_uri=options.get_str(settings, "NEWSDEDUP_STORAGE_URI"),
             batch_size=options.get_int(settings, "NEWSDEDUP_STORAGE_BATCH_SIZE", minimum=1),
+            busy_timeout=options.get_float(settings, "NEWSDEDUP_STORAGE_BUSY_TIMEOUT", minimum=0),
+            store_retries=options.get_int(settings, "NEWSDEDUP_STORAGE_RETRIES", minimum=0),
             workers=options.workers(settings),
             extract=options.extract_options(settings),
-            site_templates=settings.getbool("NEWSDEDUP_EXTRACT_SITE_TEMPLATES", options.default("NEWSDEDUP_EXTRACT_SITE_TEMPLATES")),
+            site_templates=options.get_bool(settings, "NEWSDEDUP_EXTRACT_SITE_TEMPLATES"),
+            extract_timeout=options.extract_timeout(settings),
+            retry=options.retry_policy(settings),
+            max_http_error_share=options.share(settings, "NEWSDEDUP_MAX_HTTP_ERROR_SHARE"),
             features=options.feature_config(settings),
             near=options.near_settings(settings),
             exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
+            retention_days=retention.retention_days(settings),
         )
+
+    def open_store(self) -> ArticleStore:
+        """The crawl's store, not yet open."""
+        return open_store(self.storage_uri, batch_size=self.batch_size, busy_timeout=self.busy_timeout,
+                          retries=self.store_retries)
 
 
 def _template_state(site: str) -> str:
@@ -70,9 +95,15 @@ class CrawlState:
         self.clusterer: SinglePassClusterer | None = None
         self.templates: dict[str, SiteTemplate] = {}
         self._users = 0
+        self.started_at = iso(utc_now())
+        self.store_error: str | None = None  # why the final commit failed
+        self.lost: dict[str, int] = {}  # pages fetched but never recorded, by site
+        self._closing = False
         crawler.signals.connect(self._finished, signal=signals.item_scraped)
         crawler.signals.connect(self._finished, signal=signals.item_dropped)
         crawler.signals.connect(self._finished, signal=signals.item_error)
+        crawler.signals.connect(self._lost_in_pipeline, signal=signals.item_error)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:
@@ -87,38 +118,101 @@ class CrawlState:
         if ticket is not None:
             self.order.finish(ticket)
 
+    def _lost_in_pipeline(self, item, **kwargs) -> None:
+        site = getattr(item, "site", None)
+        if site is not None:
+            self.page_lost(site)
+
+    def page_lost(self, site: str) -> None:
+        """A fetched page that will not be recorded in this run (the next run fetches it again)."""
+        self.lost[site] = self.lost.get(site, 0) + 1
+
+    def stop_crawl(self, reason: str) -> None:
+        """Close the spider with ``reason`` (once), e.g. when the worker pool cannot be rebuilt."""
+        if self._closing:
+            return
+        self._closing = True
+        asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=reason))
+
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
         self._users += 1
         if self._users > 1:
             return
         s = self.settings
-        self.store = open_store(s.storage_uri, batch_size=s.batch_size)
+        self.store = s.open_store()
         self.store.open()
-        self.pool = AnalysisPool(s.features, workers=s.workers)
+        self.store.lock_for_run()
+        self.pool = AnalysisPool(s.features, workers=s.workers, timeout=s.extract_timeout)
         self.pool.start()
         self._rebuild_indexes()
 
     def close(self) -> None:
+        """The last pipeline closes: stop the workers and commit; the store stays open for the run's record."""
         self._users -= 1
         if self._users > 0:
             return
         if self.pool is not None:
             self.pool.shutdown()
         if self.store is not None:
-            self._save_detector()
-            for site, template in self.templates.items():
-                self.store.save_state(_template_state(site), template.to_bytes())
-            self.store.close()
+            try:
+                self._save_detector()
+                for site, template in self.templates.items():
+                    self.store.save_state(_template_state(site), template.to_bytes())
+                self.store.flush()
+            except StoreError as exc:
+                self.store_error = str(exc)
+                logger.error("%s", exc)
         self._publish_stats()
+
+    # -- the run's verdict ---------------------------------------------------------------------
+    def _spider_closed(self, spider, reason: str) -> None:
+        if self.store is None:
+            return
+        stats = self.crawler.stats
+        not_saved = self.store.pending_count()
+        for (site, what), count in self.store.committed.items():
+            stats.set_value(runstats.site_key(site, what), count)
+        for site, count in self.lost.items():
+            stats.set_value(runstats.site_key(site, runstats.LOST), count)
+        sites = [s.name for s in getattr(spider, "sites", ())] or runstats.sites_in(stats.get_stats())
+        tallies = runstats.tallies_of(stats.get_stats(), sites)
+        had_links = {t.site: self.store.site_had_article_links(t.site) for t in tallies
+                     if t.list_pages and not t.article_links}
+        verdict = judge(RunFacts(
+            finish_reason=reason, sites=tallies, not_saved=not_saved, store_error=self.store_error,
+            worker_lost=self.pool.lost if self.pool is not None else None, had_links_before=had_links,
+            max_http_error_share=self.settings.max_http_error_share,
+        ))
+        finished_at = iso(utc_now())
+        for tally in tallies:
+            self.store.add_site_run(SiteRunRecord(
+                run_started_at=self.started_at, site=tally.site, finished_at=finished_at, finish_reason=reason,
+                exit_code=int(verdict.code), list_pages=tally.list_pages, article_links=tally.article_links,
+                fetched=tally.fetched, stored=tally.stored, repeats=tally.repeats, skipped=tally.skipped_total,
+                failed=tally.failed_total,
+            ))
+        try:
+            self.store.close()
+        except StoreError as exc:
+            if not not_saved:  # only the run's own record was lost: say so, the pages are safe
+                logger.error("%s", exc)
+        stats.set_value("newsdedup/run/exit_code", int(verdict.code))
+        stats.set_value("newsdedup/run/verdict", verdict.name)
+        stats.set_value("newsdedup/run/problems", verdict.problems)
+        if verdict.code != ExitCode.OK and reason == "finished":
+            stats.set_value("finish_reason", verdict.name)  # Scrapy's 'finished' would say all went well
+        summary = runstats.format_summary(stats.get_stats(), sites)
+        logger.log(logging.INFO if verdict.code == ExitCode.OK else logging.WARNING, "%s", summary)
 
     def _rebuild_indexes(self) -> None:
         store = self.store
         assert store is not None
-        fingerprints = list(store.iter_fingerprints())
+        since = retention.window_start(self.settings.retention_days)  # None: remember every stored story
+        fingerprints = list(store.iter_fingerprints(since=since))
 
         def confirm(fingerprint: bytes) -> ExactRef | None:
-            ref = store.find_by_fingerprint(fingerprint)
+            ref = store.find_by_fingerprint(fingerprint, since=since)
             return None if ref is None else ExactRef(ref, ref.cluster_id)
 
         self.exact = ExactStage(
@@ -130,7 +224,7 @@ class CrawlState:
         restored = isinstance(self.clusterer.detector, ESimhashDetector)
         recompute: FeatureExtractor | None = None
         centres = 0
-        for record in store.iter_cluster_centres():
+        for record in store.iter_cluster_centres(since=since):
             if restored and record.id in self.clusterer.detector:
                 centres += 1  # restored from the saved state, with its statistics
                 continue
@@ -149,8 +243,8 @@ class CrawlState:
         stats = self.crawler.stats
         stats.set_value("newsdedup/exact/known_fingerprints", len(fingerprints))
         stats.set_value("newsdedup/near/known_centres", centres)
-        logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres",
-                    len(fingerprints), centres)
+        logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
+                    len(fingerprints), centres, f" (stories active since {since})" if since else "")
 
     def template(self, site: str) -> SiteTemplate | None:
         """The learned template of ``site`` (restored from the store the first time), None when switched off."""
@@ -190,6 +284,17 @@ class CrawlState:
 
     def _publish_stats(self) -> None:
         stats = self.crawler.stats
+        committed = self.store.committed if self.store is not None else {}
+        totals: dict[str, int] = {}
+        for (_, what), count in committed.items():
+            group = {runstats.UNIQUE: "articles", runstats.NEAR: "articles", runstats.REPEAT: "repeats"}.get(
+                what, what.split("/", 1)[0])
+            totals[group] = totals.get(group, 0) + count
+        for group in ("articles", "repeats", "skipped", "failed"):
+            stats.set_value(f"newsdedup/store/{group}", totals.get(group, 0))  # committed rows only
+        if self.pool is not None:
+            for name, count in self.pool.counts.items():
+                stats.set_value(f"newsdedup/workers/{name}", count)
         if self.exact is not None:
             bloom = self.exact.bloom
             stats.set_value("newsdedup/exact/bloom_maybe", self.exact.stats.bloom_maybe)

@@ -32,6 +32,5 @@ class StorePipeline(StagePipeline):
             )
         )
         state.exact.add(features.fingerprint)
-        self.inc("articles")
         item.analysis = None  # keep Scrapy's item_scraped consumers light
         return item

@@ -7,6 +7,7 @@ indexes, cluster centres) are caches rebuilt from it when a crawl starts.  A bac
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -59,13 +60,64 @@ class RepeatRecord:
 
 @dataclass
 class SkippedRecord:
-    """An article-pattern page that held no article (list, video, JavaScript-only, too short...)."""
+    """An article-pattern page that held no article (list, video, JavaScript-only, too short...).
+
+    A transient reason (:data:`newsdedup.retry.TRANSIENT_SKIPS`) is tried again from ``next_try_at`` on;
+    ``next_try_at`` None means done: the page is not fetched again.
+    """
 
     url: str
     site: str | None
     reason: str
     detail: str
     fetched_at: str
+    attempts: int = 1
+    next_try_at: str | None = None
+
+
+@dataclass
+class FailureRecord:
+    """An article page that could not be fetched (HTTP error, over-size download, redirect loop, network).
+
+    Tried again from ``next_try_at`` on; None means given up (a 404, or too many attempts).
+    """
+
+    url: str
+    site: str | None
+    kind: str  # http_500, http_404, too_large_download, redirect_loop, timeout, connection, ...
+    detail: str
+    failed_at: str
+    attempts: int = 1
+    next_try_at: str | None = None
+
+
+@dataclass
+class SiteRunRecord:
+    """One site's figures for one crawl run (the ``site_runs`` table; what monitoring reads)."""
+
+    run_started_at: str
+    site: str
+    finished_at: str
+    finish_reason: str
+    exit_code: int
+    list_pages: int = 0
+    article_links: int = 0
+    fetched: int = 0
+    stored: int = 0
+    repeats: int = 0
+    skipped: int = 0
+    failed: int = 0
+
+
+class StoreError(Exception):
+    """The database cannot be used (corrupt, foreign, newer, locked by another run, unreachable).
+
+    The message is one line that names the database and what to do about it.
+    """
+
+
+class StoreInUse(StoreError):
+    """Another crawl holds this database's run lock."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +129,42 @@ class StoredRef:
     cluster_id: int | None
 
 
+@dataclass(frozen=True)
+class ClusterRecord:
+    """A story: its current origin (the member published first, see :mod:`newsdedup.origin`) and activity.
+
+    The store keeps one per cluster and rewrites it in the transaction that adds a member, so the origin
+    always is the earliest of the stored members, however late an earlier copy arrived.
+    """
+
+    cluster_id: int
+    origin_url: str
+    origin_dated_at: str  # when the origin counts as published (UTC ISO 8601)
+    origin_date_basis: str  # published | published_day | fetched
+    members: int  # stored articles and exact repeats
+    first_fetched_at: str
+    last_fetched_at: str  # the retention window keeps a cluster while copies keep arriving
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """One page of a cluster as the report shows it: an article (unique / near duplicate) or an exact repeat."""
+
+    url: str
+    site: str | None
+    title: str | None
+    published_at: str | None
+    fetched_at: str
+    dated_at: str
+    date_basis: str
+    status: str  # unique | near_duplicate | exact_duplicate
+    matched_url: str | None  # the page it was matched with: duplicate_of, or the article an exact repeat repeats
+    similarity: float | None
+    method: str | None
+    measure: str | None
+    fingerprint: bytes = b""  # exact-text fingerprint: members with equal ones carry the same text
+
+
 @dataclass
 class StoreCounts:
     articles: int = 0
@@ -86,6 +174,8 @@ class StoreCounts:
     skipped: int = 0
     clusters_with_duplicates: int = 0
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    failures: int = 0
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
 
 
 class ArticleStore(Protocol):
@@ -105,7 +195,50 @@ class ArticleStore(Protocol):
 
     def add_skipped(self, record: SkippedRecord) -> None: ...
 
-    def flush(self) -> None: ...
+    def add_failure(self, record: FailureRecord) -> None: ...
+
+    def add_site_run(self, record: SiteRunRecord) -> None: ...
+
+    def flush(self) -> None:
+        """Commit everything pending, retrying a busy database with backoff; raise StoreError when it
+        cannot (the records stay pending, so a later flush may still save them)."""
+        ...
+
+    def pending_count(self) -> int:
+        """Records added but not committed yet."""
+        ...
+
+    @property
+    def committed(self) -> Counter:
+        """Rows committed by this store object, keyed ``(site, what)``: ``unique``, ``near_duplicate``,
+        ``repeat``, ``skipped/<reason>``, ``failed/<kind>``. Crawl stats are built from these, never from
+        records that were only added."""
+        ...
+
+    def lock_for_run(self) -> None:
+        """Take the database's run lock for this process (re-entrant); raise StoreInUse if another has it."""
+        ...
+
+    def check(self) -> None:
+        """Check the database is newsdedup's and intact; raise StoreError with what to do."""
+        ...
+
+    def has_page(self, url: str) -> bool:
+        """Whether an article or exact repeat with this URL is stored or pending (a page fetched twice,
+        e.g. after a JOBDIR resume, is not recorded twice)."""
+        ...
+
+    def attempts_of(self, url: str) -> int:
+        """How many earlier runs skipped or failed this URL (0 if none)."""
+        ...
+
+    def site_had_article_links(self, site: str) -> bool:
+        """Whether an earlier run found article links for this site (or recorded any page of it)."""
+        ...
+
+    def iter_failures(self, *, site: str | None = None) -> Iterator[dict]:
+        """HTTP failures and transient skips, most recent first, for ``newsdedup failures``."""
+        ...
 
     def save_state(self, name: str, data: bytes) -> None:
         """Persist a named blob of dedup state (committed together with everything pending)."""
@@ -113,24 +246,48 @@ class ArticleStore(Protocol):
 
     def load_state(self, name: str) -> bytes | None: ...
 
-    def find_by_fingerprint(self, fingerprint: bytes) -> StoredRef | None:
-        """The stored (or pending) article with this exact-text fingerprint, if any."""
+    def find_by_fingerprint(self, fingerprint: bytes, *, since: str | None = None) -> StoredRef | None:
+        """The latest stored (or pending) article with this exact-text fingerprint, if any; with ``since``,
+        only one whose cluster was active since then (the retention window)."""
         ...
 
     def url_of(self, article_id: int) -> str | None: ...
 
-    def iter_fingerprints(self) -> Iterator[bytes]: ...
-
-    def iter_fetched_urls(self) -> Iterator[str]:
-        """URLs of every article-pattern page already handled: articles, repeats and skipped pages."""
+    def iter_fingerprints(self, *, since: str | None = None) -> Iterator[bytes]:
+        """Exact-text fingerprints of stored articles; with ``since``, of clusters active since then."""
         ...
 
-    def iter_cluster_centres(self) -> Iterator[ArticleRecord]:
-        """Articles that head a cluster (status unique), in id order, for rebuilding the near index."""
+    def iter_fetched_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
+        """URLs of article-pattern pages not to fetch again: articles, repeats, and skipped or failed
+        pages that are done or not due yet (``next_try_at`` after ``now``, an ISO time; default: now);
+        with ``since``, only those fetched since then (the retention window)."""
         ...
 
-    def iter_export(self) -> Iterator[dict]:
-        """One dict per article page fetched, in the export format of README.md (*Command line*, export)."""
+    def knows_url(self, url: str, *, now: str | None = None) -> bool:
+        """Whether an article-pattern page at exactly ``url`` was handled for good by any earlier run."""
+        ...
+
+    def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
+        """Articles that head a cluster (status unique), in id order, for rebuilding the near index
+        (with ``since``: of clusters active since then)."""
+        ...
+
+    def cluster(self, cluster_id: int) -> ClusterRecord | None: ...
+
+    def iter_clusters(
+        self, *, since: str | None = None, min_members: int = 2, site: str | None = None, query: str | None = None,
+    ) -> Iterator[tuple[ClusterRecord, list[ClusterMember]]]:
+        """Clusters active since ``since`` with at least ``min_members`` pages, having a page of ``site`` and a
+        title or text containing ``query``; most members first, each with its members in origin order."""
+        ...
+
+    def iter_export(
+        self, *, since: str | None = None, sites: tuple[str, ...] = (), statuses: tuple[str, ...] = (),
+        cluster: int | None = None, after: dict[str, int] | None = None,
+    ) -> Iterator[dict]:
+        """One dict per article page fetched, in the export format of README.md (*Command line*, export),
+        filtered; ``after`` is a cursor ``{"articles": id, "repeats": id}`` of rows already exported, and
+        each dict's ``cursor`` the cursor that includes it."""
         ...
 
     def counts(self) -> StoreCounts: ...

@@ -1,0 +1,400 @@
+"""Fault injection, as users meet faults: real ``scrapy crawl portal`` runs against a local portal that
+misbehaves (tests/faultsite.py), one test per fault of issue 11. Each checks what a scheduler and a person
+see: the exit status, the closing summary naming the site, and that every article page of the site ended
+stored, recorded as a repeat, or listed as skipped or failed with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import REPO_ROOT
+from faultsite import (
+    PDF,
+    PLACEHOLDER,
+    FaultSite,
+    always,
+    alive,
+    big_article_html,
+    body_once,
+    busy_worker,
+    count,
+    kill,
+    outcomes,
+    redirect_loop,
+    rows,
+    run_crawl,
+    start_crawl,
+    status,
+    wait_for,
+    worker_pids,
+)
+from newsdedup.verdict import ExitCode
+
+pytestmark = pytest.mark.timeout(420)
+
+
+def summary_of(log: str) -> str:
+    """The closing summary the crawl logged (from its first line to the stats dump)."""
+    start = log.index("newsdedup run ")
+    return log[start:log.index("Dumping Scrapy stats", start)]
+
+
+def assert_all_recorded(site: FaultSite, db, expected: dict[str, tuple[str, str]] | None = None) -> dict:
+    """Every article page of the site is in exactly one table; ``expected`` pins some paths' outcome."""
+    found = outcomes(db)
+    for path in site.article_paths:
+        url = site.url(path)
+        assert len(found.get(url, [])) == 1, (path, found.get(url))
+    for path, outcome in (expected or {}).items():
+        assert found[site.url(path)] == [outcome], (path, found[site.url(path)])
+    return found
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("newsdedup: error: "), result.stderr[-3000:]
+    return lines[0]
+
+
+# -- 1. a dead worker -------------------------------------------------------------------------------------
+# Pages larger than the defaults allow, so one can keep a worker busy for seconds (6 MB: about 10 CPU seconds of
+# extraction; 22 MB: over half a minute). The other pages of these sites take a few hundredths of a second each.
+BIG = ("-s", "NEWSDEDUP_EXTRACT_MAX_BYTES=50000000", "-s", "DOWNLOAD_MAXSIZE=50000000", "-s", "DOWNLOAD_WARNSIZE=0")
+
+
+def _on_the_big_page(site: FaultSite, crawl, *, not_pid: int | None = None) -> int:
+    """The pid of the worker on /a/900.html: busy now, and with more CPU time in all (4 s) than starting up
+    and every other page of the site could have cost it."""
+    wait_for(lambda: site.served["/a/900.html"], 120)
+
+    def busy():
+        pid = busy_worker(crawl.pid, min_total=4.0)
+        return pid if pid != not_pid else None
+
+    return wait_for(busy, 120, interval=0)
+
+
+def test_a_killed_worker_is_replaced_and_its_page_handed_to_another(tmp_path):
+    with FaultSite(20) as site:
+        site.set_page("/a/900.html", big_article_html(6))
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", workers=2, log=tmp_path / "crawl.log")
+        try:
+            kill(_on_the_big_page(site, crawl))
+            assert crawl.wait(timeout=240) == 0
+        finally:
+            kill(crawl.pid)
+        log = (tmp_path / "crawl.log").read_text()
+        assert "handing the page to another one" in log
+        assert "'newsdedup/workers/resubmitted': 1" in log
+        assert_all_recorded(site, db, {"/a/900.html": ("articles", "unique")})
+        assert "\nfault " in summary_of(log)
+
+
+def test_a_page_that_kills_its_worker_twice_is_skipped_as_crashed(tmp_path):
+    with FaultSite(10) as site:
+        site.set_page("/a/900.html", big_article_html(6))
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", log=tmp_path / "crawl.log")
+        try:
+            victim = _on_the_big_page(site, crawl)
+            kill(victim)
+            # The page goes to the replacement worker: once it has worked on it for a while, kill that one too.
+            kill(_on_the_big_page(site, crawl, not_pid=victim))
+            assert crawl.wait(timeout=180) == ExitCode.PAGES_NOT_PROCESSED
+        finally:
+            kill(crawl.pid)
+        log = (tmp_path / "crawl.log").read_text()
+        assert_all_recorded(site, db, {"/a/900.html": ("skipped", "crashed")})
+        assert "site fault: 1 page(s) not processed (crashed 1)" in summary_of(log)
+        [(attempts, next_try)] = rows(db, "SELECT attempts, next_try_at FROM skipped WHERE url LIKE '%/a/900.html'")
+        assert attempts == 1 and next_try is not None  # tried again by a later run
+
+
+# -- 2. a page that hangs extraction ----------------------------------------------------------------------
+LIMIT = 15.0  # seconds; the page below takes over half a minute to extract
+
+
+def test_a_hung_page_is_skipped_at_the_time_limit_and_the_pages_behind_it_go_on(tmp_path):
+    with FaultSite(20) as site:
+        site.set_page("/a/900.html", big_article_html(22))
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        started = time.monotonic()
+        result = run_crawl(sites, db, *BIG, "-s", f"NEWSDEDUP_EXTRACT_TIMEOUT={LIMIT}")
+        elapsed = time.monotonic() - started
+        assert elapsed < 2 * LIMIT, (elapsed, result.stderr[-2000:])
+        assert result.returncode == ExitCode.PAGES_NOT_PROCESSED, result.stderr[-3000:]
+        assert_all_recorded(site, db, {"/a/900.html": ("skipped", "timeout")})
+        assert len(rows(db, "SELECT url FROM articles")) == 20
+        assert "site fault: 1 page(s) not processed (timeout 1)" in summary_of(result.stderr)
+
+
+def test_sigterm_stops_a_crawl_stuck_on_a_hung_page(tmp_path):
+    with FaultSite(10) as site:
+        site.set_page("/a/900.html", big_article_html(22))
+        sites = site.write_sites(tmp_path)
+        # One SIGTERM: the crawl stops fetching, waits for the hung page no longer than the time limit, saves
+        # what it has and says it was interrupted.
+        db = tmp_path / "one.sqlite"
+        crawl = start_crawl(sites, db, *BIG, "-s", f"NEWSDEDUP_EXTRACT_TIMEOUT={LIMIT}", log=tmp_path / "one.log")
+        try:
+            _on_the_big_page(site, crawl)
+            crawl.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            code = crawl.wait(timeout=120)
+            assert time.monotonic() - stopped < LIMIT + 5
+        finally:
+            kill(crawl.pid)
+        log = (tmp_path / "one.log").read_text()
+        assert code == ExitCode.PAGES_NOT_PROCESSED, log[-3000:]  # the hung page; interrupted is listed too
+        assert "the crawl was stopped before it finished (shutdown)" in summary_of(log)
+        # Two SIGTERMs: it stops at once, leaving no worker behind.
+        db = tmp_path / "two.sqlite"
+        crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", log=tmp_path / "two.log")
+        try:
+            _on_the_big_page(site, crawl)
+            workers = worker_pids(crawl.pid)
+            crawl.send_signal(signal.SIGTERM)
+            time.sleep(1)
+            crawl.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            code = crawl.wait(timeout=60)
+            assert time.monotonic() - stopped < 10
+        finally:
+            kill(crawl.pid)
+        assert code == ExitCode.INTERRUPTED, (tmp_path / "two.log").read_text()[-3000:]
+        wait_for(lambda: not any(alive(pid) for pid in workers), 10)
+
+
+# -- 3. a locked database ---------------------------------------------------------------------------------
+def _hold_write_lock(db, ready: threading.Event, release: threading.Event) -> None:
+    """Another process's write transaction on the database, from ``ready`` until ``release``."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    ready.set()
+    release.wait(120)
+    conn.execute("ROLLBACK")
+    conn.close()
+
+
+def test_a_database_locked_past_the_crawl_saves_nothing_says_so_and_the_next_run_saves_all(tmp_path):
+    with FaultSite(15) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        from newsdedup.storage import open_store
+
+        with open_store(f"sqlite:///{db}"):
+            pass  # an existing newsdedup database
+        ready, release = threading.Event(), threading.Event()
+        holder = threading.Thread(target=_hold_write_lock, args=(db, ready, release), daemon=True)
+        holder.start()
+        ready.wait()
+        try:
+            result = run_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BUSY_TIMEOUT=0.5", "-s", "NEWSDEDUP_STORAGE_RETRIES=1")
+        finally:
+            release.set()
+        assert result.returncode == ExitCode.NOT_SAVED, result.stderr[-3000:]
+        assert "'newsdedup/store/articles': 0" in result.stderr  # stats count committed rows only
+        assert "records could not be saved (database is locked); their pages are fetched again" in summary_of(result.stderr)
+        holder.join()
+        assert rows(db, "SELECT COUNT(*) FROM articles") == [(0,)]
+        result = run_crawl(sites, db)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert_all_recorded(site, db)
+
+
+def test_a_briefly_locked_database_is_waited_for(tmp_path):
+    with FaultSite(40, article_delay=0.2) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        # No retries: only SQLite's busy timeout (30 s by default) stands between the lock and a failed commit.
+        crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=5", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
+                            "-s", "NEWSDEDUP_STORAGE_RETRIES=0", log=tmp_path / "crawl.log")
+        try:
+            wait_for(lambda: count(db, "articles"), 120)
+            ready, release = threading.Event(), threading.Event()
+            threading.Timer(3, release.set).start()
+            _hold_write_lock(db, ready, release)
+            assert crawl.poll() is None  # the lock was held while the crawl went on committing
+            assert crawl.wait(timeout=180) == 0
+        finally:
+            kill(crawl.pid)
+        assert "could not be saved" not in (tmp_path / "crawl.log").read_text()
+        assert_all_recorded(site, db)
+
+
+# -- 4. a corrupt, foreign or damaged database -----------------------------------------------------------
+def _export(db) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_unusable_databases_give_one_line_naming_the_path_and_what_to_do(tmp_path):
+    with FaultSite(5) as site:
+        sites = site.write_sites(tmp_path)
+        garbage = tmp_path / "garbage.sqlite"
+        garbage.write_bytes(b"this is not a database\n" * 100)
+        foreign = tmp_path / "foreign.sqlite"
+        with sqlite3.connect(foreign) as conn:
+            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        newer = tmp_path / "newer.sqlite"
+        run_crawl(sites, newer)
+        with sqlite3.connect(newer) as conn:
+            conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+        for db, says in ((garbage, "file is not a database"), (foreign, "of another program"), (newer, "newer")):
+            line = one_line_error(run_crawl(sites, db))
+            assert str(db) in line and says in line, line
+            result = _export(db)
+            assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+            assert str(db) in result.stderr and says in result.stderr
+
+
+def test_a_damaged_database_is_refused_before_the_crawl_writes_to_it(tmp_path):
+    with FaultSite(40) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        assert run_crawl(sites, db).returncode == 0
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'articles_fingerprint'").fetchone()[0]
+        with open(db, "r+b") as handle:  # scribble over the header of the fingerprint index's root page
+            handle.seek((root - 1) * page_size)
+            handle.write(b"\xff" * 12)
+        result = run_crawl(sites, db)
+        line = one_line_error(result)
+        assert str(db) in line and "damaged" in line and ".recover" in line
+
+
+# -- 5 (kill -9 of the crawl) is in test_crawl_e2e.py --------------------------------------------------------
+# -- 6, 7, 11. transient and permanent outcomes, HTTP failures, a PDF served as HTML ----------------------
+def test_transient_faults_are_tried_again_and_permanent_ones_are_not(tmp_path):
+    with FaultSite(12) as site:
+        site.faults.update({
+            "/a/1.html": body_once(b""),  # served empty once
+            "/a/2.html": body_once(PLACEHOLDER),  # a placeholder while the portal publishes
+            "/a/3.html": always(PLACEHOLDER),  # never more than a placeholder
+            "/a/4.html": status(500),  # a server error, after Scrapy's own retries
+            "/a/5.html": status(404),  # gone
+            "/a/6.html": redirect_loop(),
+            "/a/7.html": always(PDF),  # a PDF behind text/html; charset=utf-8
+            "/a/8.html": always(b"<html><body>" + b"<p>" + "很长的正文。".encode() * 30000 + b"</p></body></html>"),
+        })
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        retry = ("-s", "NEWSDEDUP_RETRY_BACKOFF=0", "-s", "NEWSDEDUP_RETRY_MAX_ATTEMPTS=2", "-s", "DOWNLOAD_MAXSIZE=200000",
+                 "-s", "DOWNLOAD_WARNSIZE=0", "-s", "RETRY_TIMES=1")
+        first = run_crawl(sites, db, *retry)
+        assert first.returncode == ExitCode.SITE_FAILED, first.stderr[-3000:]
+        assert "site fault: 4 of 13 requests failed (31%, over NEWSDEDUP_MAX_HTTP_ERROR_SHARE 20%)" in summary_of(first.stderr)
+        assert_all_recorded(site, db, {
+            "/a/1.html": ("skipped", "empty"), "/a/2.html": ("skipped", "too_short"),
+            "/a/3.html": ("skipped", "too_short"), "/a/4.html": ("failures", "http_500"),
+            "/a/5.html": ("failures", "http_404"), "/a/6.html": ("failures", "redirect_loop"),
+            "/a/7.html": ("skipped", "not_html"), "/a/8.html": ("failures", "too_large_download"),
+        })
+        served = dict(site.served)
+
+        second = run_crawl(sites, db, *retry, "-s", "NEWSDEDUP_MAX_HTTP_ERROR_SHARE=0.5")
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert_all_recorded(site, db, {
+            "/a/1.html": ("articles", "unique"), "/a/2.html": ("articles", "unique"),  # back: stored now
+            "/a/3.html": ("skipped", "too_short"), "/a/4.html": ("failures", "http_500"),
+            "/a/5.html": ("failures", "http_404"), "/a/7.html": ("skipped", "not_html"),
+        })
+        for path in ("/a/1.html", "/a/2.html", "/a/3.html", "/a/4.html", "/a/8.html"):
+            assert site.served[path] > served[path], path  # transient: fetched again
+        for path in ("/a/5.html", "/a/7.html", "/a/9.html"):
+            assert site.served[path] == served[path], path  # permanent or done: not fetched again
+        assert rows(db, "SELECT attempts, next_try_at FROM skipped WHERE url = ?", site.url("/a/3.html")) == [(2, None)]
+        assert rows(db, "SELECT attempts, next_try_at IS NULL FROM failures WHERE url = ?", site.url("/a/4.html")) == [(2, 1)]
+
+        listed = subprocess.run([sys.executable, "-m", "newsdedup.cli", "failures", "--storage", f"sqlite:///{db}", "--json"],
+                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True)
+        by_url = {row["url"]: row for row in map(json.loads, listed.stdout.splitlines())}
+        assert {by_url[site.url(p)]["reason"] for p in ("/a/3.html", "/a/4.html", "/a/5.html", "/a/6.html", "/a/8.html")} == {
+            "too_short", "http_500", "http_404", "redirect_loop", "too_large_download"}
+        assert site.url("/a/7.html") not in by_url  # a PDF is what it is: not a failure to retry
+
+        served = dict(site.served)
+        third = run_crawl(sites, db, *retry, "-s", "NEWSDEDUP_MAX_HTTP_ERROR_SHARE=0.5")
+        assert third.returncode == 0, third.stderr[-3000:]
+        for path in site.article_paths:  # every page is done: stored, permanent, or given up after two attempts
+            assert site.served[path] == served[path], path
+
+
+# -- 8. patterns that match nothing ------------------------------------------------------------------------
+def test_a_path_only_pattern_is_refused_before_the_crawl_starts(tmp_path):
+    with FaultSite(5) as site:
+        sites = site.write_sites(tmp_path, article_url_pattern=r"/a/\d+\.html")
+        line = one_line_error(run_crawl(sites, tmp_path / "news.sqlite"))
+        assert "article_url_pattern '/a/\\d+\\.html' starts with '/'" in line and "re.fullmatch" in line
+        assert site.served["/list/1.html"] == 0
+
+
+def test_a_pattern_that_matches_no_link_warns_with_links_seen_and_fails_the_run(tmp_path):
+    with FaultSite(5) as site:
+        https = site.base_url.replace("http://", "https://").replace(".", r"\.") + r"/a/\d+\.html"
+        sites = site.write_sites(tmp_path, article_url_pattern=https)
+        result = run_crawl(sites, tmp_path / "news.sqlite")
+        assert result.returncode == ExitCode.SITE_FAILED, result.stderr[-3000:]
+        assert "site fault: article_url_pattern matched none of the" in result.stderr
+        assert site.url("/a/1.html") in result.stderr  # a link it did see
+        assert "site fault: no article links on its 1 list page(s), check its article_url_pattern" in summary_of(result.stderr)
+
+
+def test_a_site_whose_links_changed_since_earlier_runs_fails_the_run(tmp_path):
+    with FaultSite(5) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        assert run_crawl(sites, db).returncode == 0
+        site.link_path = "/story/{n}.shtml"  # the portal's new layout
+        result = run_crawl(sites, db)
+        assert result.returncode == ExitCode.SITE_FAILED, result.stderr[-3000:]
+        assert "site fault: no article links on its 1 list page(s), although earlier runs found some" in summary_of(result.stderr)
+        assert rows(db, "SELECT article_links FROM site_runs ORDER BY run_started_at") == [(5,), (0,)]
+
+
+# -- 9. config errors ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("setting, says", [
+    ("NEWSDEDUP_WORKERS=two", "NEWSDEDUP_WORKERS: expected a whole number or none, got 'two'"),
+    ("NEWSDEDUP_EXTRACT_TIMEOUT=-1", "NEWSDEDUP_EXTRACT_TIMEOUT: must be > 0"),
+    ("NEWSDEDUP_STORAGE_URI=postgresql://localhost/news", "PostgreSQL"),
+])
+def test_a_bad_setting_is_one_line_before_scrapy_starts(tmp_path, setting, says):
+    with FaultSite(3) as site:
+        result = run_crawl(site.write_sites(tmp_path), tmp_path / "news.sqlite", "-s", setting)
+        assert result.returncode == ExitCode.CONFIG_ERROR
+        assert says in one_line_error(result)
+        assert site.served["/list/1.html"] == 0
+
+
+# -- 10. two crawls on one database ----------------------------------------------------------------------
+def test_a_second_crawl_on_the_same_database_says_so_and_exits(tmp_path):
+    with FaultSite(20, article_delay=0.2) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        first = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", log=tmp_path / "first.log")
+        try:
+            wait_for(lambda: site.served["/list/1.html"], 60)
+            second = run_crawl(sites, db)
+            assert second.returncode == ExitCode.DATABASE_IN_USE
+            line = one_line_error(second)
+            assert "in use by another crawl" in line and f"pid {first.pid}" in line
+            assert first.wait(timeout=180) == 0
+        finally:
+            kill(first.pid)
+        assert_all_recorded(site, db)
+        assert site.served["/a/1.html"] == 1  # fetched by the first crawl only

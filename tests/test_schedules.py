@@ -1,0 +1,193 @@
+"""Scheduled runs: `newsdedup monitor` (runs, the shared lock, a clean stop), and the README's copy-paste lines for
+cron (schedule and shell syntax), systemd (`systemd-analyze verify`) and Scrapyd (a real Scrapyd on 127.0.0.1 that
+the project is deployed to and that runs a crawl)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shlex
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from croniter import croniter
+
+from conftest import REPO_ROOT
+from local_site import OTHER_STORY, STORY, LocalSite, edited
+from newsdedup.monitor import schedule_lock_path
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+SCHEDULING = README.split("### Scheduling", 1)[1].split("\n### ", 1)[0]
+FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "NEWSDEDUP_WORKERS=1",
+        "-s", "TELNETCONSOLE_ENABLED=False")
+
+
+def storage_uri_of(command: str) -> str:
+    return re.search(r"NEWSDEDUP_STORAGE_URI=(\S+)", command).group(1)
+
+
+def lock_of(command: str) -> str:
+    return re.search(r"flock -n (\S+)", command).group(1)
+
+
+@pytest.fixture()
+def site(tmp_path):
+    with LocalSite(("alpha", "beta")) as local:
+        local.publish("alpha", 1, "临江推行社区食堂", STORY, "2026-11-16 08:40")
+        local.publish("beta", 1, "社区食堂来了", edited(STORY), "2026-11-16 10:15")
+        local.publish("beta", 2, "本周后期全省降温", OTHER_STORY, "2026-11-16 09:00")
+        (tmp_path / "sites.toml").write_text(local.sites_toml(), encoding="utf-8")
+        yield local
+
+
+def monitor(tmp_path, *args: str, **popen) -> subprocess.Popen:
+    command = [sys.executable, "-m", "newsdedup.cli", "monitor", "--sites", str(tmp_path / "sites.toml"),
+               "--storage", f"sqlite:///{tmp_path / 'news.sqlite'}", "--log", str(tmp_path / "monitor.log"),
+               *(f"--set={value}" for value in FAST[1::2]), *args]
+    return subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_path):
+    process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "report.json"))
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert log.count("crawl finished with exit status 0") == 2
+    assert "'newsdedup/store/articles': 3" in log  # the first run stores the three articles ...
+    assert "'newsdedup/urlfilter/filtered': 3" in log  # ... the second fetches none of them again
+    assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["totals"]["stories"] == 1
+
+
+def test_a_run_that_finds_the_lock_taken_does_not_start(site, tmp_path):
+    lock = schedule_lock_path(f"sqlite:///{tmp_path / 'news.sqlite'}")
+    with open(lock, "w") as held:  # what cron's `flock -n` (or another monitor) holds while its crawl runs
+        fcntl.flock(held, fcntl.LOCK_EX)
+        process = monitor(tmp_path, "--every", "1s", "--runs", "2")
+        assert process.wait(timeout=60) == 0
+    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert log.count(f"skipped: another run holds {lock}") == 2 and "crawl started" not in log
+    assert not (tmp_path / "news.sqlite").exists()
+
+
+def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(site, tmp_path):
+    site.publish("alpha", 2, "慢页面", OTHER_STORY, "2026-11-16 11:00")
+    site.pages["/alpha/news/2.html"].delay = 4.0  # keeps the crawl busy while the signal arrives
+    process = monitor(tmp_path, "--every", "1h")
+    log = tmp_path / "monitor.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not site.requests["/alpha/news/2.html"]:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the slow page is in flight
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
+    text = log.read_text(encoding="utf-8")
+    assert "stopping (SIGTERM)" in text and "crawl finished" in text
+    assert "Received SIGINT, shutting down gracefully" in text  # Scrapy's own clean stop
+    conn = sqlite3.connect(tmp_path / "news.sqlite")
+    stored = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] + conn.execute(
+        "SELECT COUNT(*) FROM repeats").fetchone()[0]
+    assert stored >= 3  # what was fetched before the stop is committed, not lost
+
+
+def test_readme_crontab_line():
+    (block,) = re.findall(r"```cron\n(.*?)```", SCHEDULING, re.S)
+    lines = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    assert lines
+    for line in lines:
+        fields = line.split(None, 5)
+        assert croniter.is_valid(" ".join(fields[:5])), fields[:5]
+        command = fields[5]
+        assert subprocess.run(["bash", "-n", "-c", command]).returncode == 0
+        # The same lock as `newsdedup monitor` on that database, and the output appended to a log file.
+        assert lock_of(command) == str(schedule_lock_path(storage_uri_of(command)))
+        assert re.search(r">> \S+\.log 2>&1$", command)
+        assert "scrapy crawl portal" in command
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
+def test_readme_systemd_units(tmp_path):
+    units = dict(re.findall(r"`/etc/systemd/system/([\w.-]+)`:\n\n```ini\n(.*?)```", SCHEDULING, re.S))
+    assert set(units) == {"newsdedup-crawl.service", "newsdedup-crawl.timer"}
+    for name, text in units.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    result = subprocess.run(["systemd-analyze", "verify", *(str(tmp_path / name) for name in units)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "newsdedup-crawl" not in result.stderr, result.stderr
+    exec_start = re.search(r"^ExecStart=(.*)$", units["newsdedup-crawl.service"], re.M).group(1)
+    assert lock_of(exec_start) == str(schedule_lock_path(storage_uri_of(exec_start)))
+    assert "scrapy crawl portal" in exec_start
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the README schedules Scrapyd jobs with curl")
+def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
+    """The README's Scrapyd lines, with this test's port and paths: deploy the project, schedule a crawl."""
+    block = re.findall(r"```sh\n(.*?)```", SCHEDULING.split("**Scrapyd**", 1)[1], re.S)[0]
+    deploy, schedule = (next(line for line in block.splitlines() if line.startswith(word))
+                        for word in ("scrapyd-deploy", "curl"))
+    port = _free_port()
+    project = tmp_path / "project"  # scrapyd-deploy writes a setup.py and build/ into the project: use a copy
+    shutil.copytree(REPO_ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info",
+                                                                       "__pycache__", "tests", "docs"))
+    config = (project / "scrapy.cfg").read_text(encoding="utf-8")
+    assert "url = http://127.0.0.1:6800/" in config
+    (project / "scrapy.cfg").write_text(config.replace(":6800/", f":{port}/"), encoding="utf-8")
+    home = tmp_path / "scrapyd"
+    home.mkdir()
+    (home / "scrapyd.conf").write_text(
+        f"[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = {port}\nmax_proc = 1\neggs_dir = {home}/eggs\n"
+        f"logs_dir = {home}/logs\ndbs_dir = {home}/dbs\nitems_dir =\n", encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    server = subprocess.Popen([str(bin_dir / "scrapyd")], cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                assert _get(f"{base}/daemonstatus.json")["status"] == "ok"
+                break
+            except OSError:
+                time.sleep(0.2)
+        deployed = subprocess.run([str(bin_dir / "scrapyd-deploy"), *shlex.split(deploy)[1:]], cwd=project,
+                                  capture_output=True, text=True, timeout=180)
+        assert deployed.returncode == 0 and '"status": "ok"' in deployed.stdout, deployed.stdout + deployed.stderr
+        db = tmp_path / "news.sqlite"
+        command = (schedule.replace("http://127.0.0.1:6800", base)
+                   .replace("/opt/newsdedup/config/sites.toml", str(tmp_path / "sites.toml"))
+                   .replace("sqlite:////var/lib/newsdedup/news.sqlite", f"sqlite:///{db}"))
+        command += "".join(f" -d setting={value}" for value in FAST[1::2])
+        scheduled = json.loads(subprocess.run(command, shell=True, capture_output=True, text=True, check=True).stdout)
+        assert scheduled["status"] == "ok", scheduled
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            jobs = _get(f"{base}/listjobs.json?project=newsdedup")
+            if any(job["id"] == scheduled["jobid"] for job in jobs["finished"]):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the Scrapyd job did not finish: {jobs}")
+        log = next((home / "logs").rglob(f"{scheduled['jobid']}.log")).read_text(encoding="utf-8")
+        assert "Traceback" not in log, log[-3000:]
+        conn = sqlite3.connect(db)
+        assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] == 3
+        assert conn.execute("SELECT COUNT(*) FROM clusters WHERE members = 2").fetchone()[0] == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
