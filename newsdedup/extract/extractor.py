@@ -205,7 +205,8 @@ def _extract(
     meta = extract_metadata(root, url, text=page_text)
     anchor_texts = _anchor_texts(root)
     blocks = page_blocks(root)
-    lines = array("Q", sorted({h for _, own in blocks if (h := line_hash(own, meta.title)) is not None}))
+    hashed = [(el, h, own) for el, own in blocks if (h := line_hash(own, meta.title)) is not None]  # hashed once
+    lines = array("Q", sorted({h for _, h, _ in hashed}))
     headline = _headline(blocks, meta.title)
     dated = headline is not None and _has_dateline(page_text, meta.title)
     # Related-reading blocks first, while their headings are there to find them by (a template would take the
@@ -218,9 +219,9 @@ def _extract(
         _wrap_loose_text(headline)
     node, anchored, leads = _main_node(root, headline)
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
-    in_body = array("Q", sorted({h for el, own in blocks if len(normalize_heading(own)) >= PARAGRAPH_CHARS
-                                 and (h := line_hash(own, meta.title)) is not None
-                                 and (node is None or el is node or any(a is node for a in el.iterancestors()))}))
+    in_body = array("Q", sorted({h for el, h, own in hashed
+                                 if (node is None or el is node or any(a is node for a in el.iterancestors()))
+                                 and len(normalize_heading(own)) >= PARAGRAPH_CHARS}))
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     length = _non_space_length(text)

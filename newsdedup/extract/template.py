@@ -37,6 +37,7 @@ The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site'
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 import struct
@@ -104,13 +105,23 @@ def line_hash(text: str, title: str | None = None) -> int | None:
     >>> line_hash("分享《甲地下雨》到微博", "甲地下雨") == line_hash("分享《乙地放晴》到微博", "乙地放晴")
     True
     """
-    norm = normalize_heading(text)
+    return _hash_normalized(normalize_heading(text), title)
+
+
+def _hash_normalized(norm: str, title: str | None) -> int | None:
+    """:func:`line_hash` of text already normalized."""
     if not norm:
         return None
-    headline = normalize_heading(title or "")
+    headline = _normalized_title(title or "")
     if len(headline) >= 4 and headline != norm:
         norm = norm.replace(headline, "\x00")
     return hash64(norm)
+
+
+@functools.lru_cache(maxsize=256)
+def _normalized_title(title: str) -> str:
+    """A page's title, normalized once for the hundreds of blocks hashed against it."""
+    return normalize_heading(title)
 
 
 def page_blocks(root: HtmlElement) -> list[tuple[HtmlElement, str]]:
@@ -163,7 +174,7 @@ def strip_boilerplate(
         norm = normalize_heading(text)
         if not norm:
             continue
-        known = line_hash(text, title) in boilerplate
+        known = _hash_normalized(norm, title) in boilerplate
         prose = len(text.strip()) >= _MIN_PROSE and bool(_SENTENCE_PUNCT.search(text))
         if prose and not known:
             paragraphs.add(el)
