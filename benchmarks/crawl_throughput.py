@@ -72,19 +72,39 @@ def load_texts(data_dir: Path | None, count: int) -> list[tuple[str, str]]:
     return [texts[rng.randrange(len(texts))] for _ in range(count)]
 
 
-def build_site(root: Path, pages: int, data_dir: Path | None) -> None:
+def real_shells(data_dir: Path | None) -> list:
+    """Real portal pages of ../shared/data (UTF-8, 90-250 KB: median 141 KB) whose article the evaluation's
+    shell maker replaced by a placeholder: pages as heavy as the portals' own (navigation, scripts, related
+    lists), the size that decides extraction cost. Empty without the data."""
+    if data_dir is None:
+        return []
+    from newsdedup.evaluation.pages import load_shells
+
+    shells, _ = load_shells(data_dir)
+    return [s for s in shells if 90_000 <= s.source_bytes <= 250_000 and s.encoding == "utf-8"]
+
+
+def build_site(root: Path, pages: int, data_dir: Path | None, *, small: bool = False) -> float:
+    """Write the site; returns the mean article page size in KB."""
     texts = load_texts(data_dir, pages)
+    shells = [] if small else real_shells(data_dir)
     (root / "a").mkdir(parents=True)
     (root / "list").mkdir()
+    sizes = []
     for i, (title, text) in enumerate(texts):
-        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n") if p.strip())
-        related = "".join(
-            f'<li><a href="/a/{(i + k) % pages}.html">{html.escape(texts[(i + k) % pages][0])}</a></li>'
-            for k in (1, 2, 3)
-        )
-        (root / "a" / f"{i}.html").write_text(
-            PAGE.format(title=html.escape(title), paragraphs=paragraphs, related=related), encoding="utf-8"
-        )
+        if shells:
+            from newsdedup.evaluation.pages import render_page
+
+            body = render_page(shells[i % len(shells)], title=title, text=text)
+        else:
+            paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n") if p.strip())
+            related = "".join(
+                f'<li><a href="/a/{(i + k) % pages}.html">{html.escape(texts[(i + k) % pages][0])}</a></li>'
+                for k in (1, 2, 3)
+            )
+            body = PAGE.format(title=html.escape(title), paragraphs=paragraphs, related=related).encode("utf-8")
+        (root / "a" / f"{i}.html").write_bytes(body)
+        sizes.append(len(body))
     per_list = 50
     lists = (pages + per_list - 1) // per_list
     for n in range(lists):
@@ -92,6 +112,7 @@ def build_site(root: Path, pages: int, data_dir: Path | None) -> None:
                         for i in range(n * per_list, min(pages, (n + 1) * per_list)))
         (root / "list" / f"{n}.html").write_text(LIST.format(n=n, links=links, next=(n + 1) % lists),
                                                  encoding="utf-8")
+    return sum(sizes) / len(sizes) / 1000
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -99,8 +120,15 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a crawl that opens connections faster than the server's one
+    # accepting thread takes them overflows it, the kernel drops the SYN and the client waits the 1 s SYN
+    # retransmission timeout (README.md, *Speed*). Real servers (nginx: 511) take more.
+    request_queue_size = 128
+
+
 def serve(root: str, port_queue) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=root))
+    server = Server(("127.0.0.1", 0), partial(QuietHandler, directory=root))
     port_queue.put(server.server_address[1])
     server.serve_forever()
 
@@ -161,10 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times, interleaved")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
+    parser.add_argument("--small", action="store_true", help="small synthetic pages (5 KB) instead of real-size shells")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
     site = workdir / "site"
-    build_site(site, args.pages, args.data if args.data.is_dir() else None)
+    page_kb = build_site(site, args.pages, args.data if args.data.is_dir() else None, small=args.small)
+    print(f"{args.pages} article pages, {page_kb:.0f} KB on average", flush=True)
     ports = multiprocessing.Queue()
     server = multiprocessing.Process(target=serve, args=(str(site), ports), daemon=True)
     server.start()
@@ -196,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nconfiguration   pages/s (median)   x naive (median of per-round ratios)")
     for name, row in results.items():
         print(f"{name:14s} {row['pages_per_s_median']:10.1f}   {row.get('vs_naive_median', float('nan')):10.2f}")
-    print(json.dumps({"cpus": os.cpu_count(), "pages": args.pages, "results": results}, indent=2))
+    print(json.dumps({"cpus": os.cpu_count(), "pages": args.pages, "page_kb": round(page_kb), "results": results},
+                     indent=2))
     return 0
 
 

@@ -5,6 +5,11 @@ crawler through :meth:`CrawlState.of`.  The state opens with the first pipeline 
 database's run lock) and closes with the last (reference counted), rebuilding the in-memory dedup
 indexes from the store when it opens: the database is the truth, the indexes are caches.
 
+In a distributed crawl (``NEWSDEDUP_REDIS_URL``) the process only extracts and publishes its pages to the run's
+result stream; a heartbeat keeps its membership of the run, and takes the writer role
+(:mod:`newsdedup.pipelines.writer`) when the stream has entries and the store's run lock is free. The spider
+stays open while the run has work anywhere: queued requests, a busy process, entries not yet committed.
+
 When the spider closes, the state turns what was committed into per-site stats, judges the run
 (:mod:`newsdedup.verdict`: exit status and problems), records one ``site_runs`` row per site, and
 logs the closing summary (:mod:`newsdedup.runstats`).
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import BaseSettings
 
 from newsdedup import options, retention, runstats
@@ -28,7 +34,7 @@ from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.retry import RetryPolicy, iso, utc_now
 from newsdedup.storage import open_store
-from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError
+from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError, StoreInUse
 from newsdedup.verdict import ExitCode, RunFacts, judge
 
 logger = logging.getLogger(__name__)
@@ -51,6 +57,7 @@ class CrawlSettings:
     near: NearSettings
     exact_error_rate: float
     retention_days: float | None = None
+    redis_url: str | None = None  # a distributed crawl's Redis (README.md, *More than one machine*)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -69,6 +76,7 @@ class CrawlSettings:
             near=options.near_settings(settings),
             exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
             retention_days=retention.retention_days(settings),
+            redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
         )
 
     def open_store(self) -> ArticleStore:
@@ -91,6 +99,15 @@ class CrawlState:
         self.store_error: str | None = None  # why the final commit failed
         self.lost: dict[str, int] = {}  # pages fetched but never recorded, by site
         self._closing = False
+        self.stages: dict[str, object] = {}  # the pipelines by stage name
+        # A distributed crawl: the run, its result stream and URL filter, the writer role when this process has it.
+        self.run = None
+        self.stream = None
+        self.urls = None
+        self.writer = None
+        self._tasks: list[asyncio.Task] = []
+        if settings.redis_url:
+            crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._finished, signal=signals.item_scraped)
         crawler.signals.connect(self._finished, signal=signals.item_dropped)
         crawler.signals.connect(self._finished, signal=signals.item_error)
@@ -134,10 +151,14 @@ class CrawlState:
         s = self.settings
         self.store = s.open_store()
         self.store.open()
-        self.store.lock_for_run()
+        if s.redis_url:
+            self._join_distributed_crawl()
+        else:
+            self.store.lock_for_run()
         self.pool = AnalysisPool(s.features, workers=s.workers, timeout=s.extract_timeout)
         self.pool.start()
-        self._rebuild_indexes()
+        if not s.redis_url:  # a distributed crawl's writer builds them when it takes the role
+            self._rebuild_indexes()
 
     def close(self) -> None:
         """The last pipeline closes: stop the workers and commit; the store stays open for the run's record."""
@@ -146,14 +167,89 @@ class CrawlState:
             return
         if self.pool is not None:
             self.pool.shutdown()
+        for task in self._tasks:
+            task.cancel()
         if self.store is not None:
             try:
                 self._save_detector()
+                if self.writer is not None:
+                    self.writer.commit()  # what it applied is committed and acknowledged, or left pending
                 self.store.flush()
             except StoreError as exc:
                 self.store_error = str(exc)
                 logger.error("%s", exc)
         self._publish_stats()
+
+    # -- a distributed crawl -------------------------------------------------------------------
+    def _join_distributed_crawl(self) -> None:
+        from newsdedup import distributed
+        from newsdedup.scheduler import run_of
+
+        self.run = run_of(self.crawler)  # joined by the scheduler, which opens before the pipelines
+        self.stream = distributed.ResultStream(self.run.client, self.run.prefix)
+        self.urls = distributed.UrlFilter(self.run.client, self.run.prefix, retention_days=self.settings.retention_days)
+        self._tasks.append(asyncio.ensure_future(self._heartbeat()))
+
+    def publish(self, entry) -> None:
+        """Hand an analysed page (or a failed fetch) to the run's writer, through the stream."""
+        self.stream.publish(entry)
+
+    async def _heartbeat(self) -> None:
+        from newsdedup.distributed import HEARTBEAT
+
+        while True:
+            try:
+                self._beat()
+            except Exception:  # noqa: BLE001 - a Redis hiccup must not end the heartbeat; the next beat retries
+                logger.exception("distributed crawl: heartbeat failed")
+            await asyncio.sleep(HEARTBEAT)
+
+    def _beat(self) -> None:
+        engine = self.crawler.engine
+        idle = engine is not None and engine.spider is not None and engine.spider_is_idle()
+        self.run.beat(busy=not idle, keep=getattr(self.run, "keep", ()))
+        if self.writer is None and len(self.stream):
+            self._try_to_become_writer()
+        if idle and self._queued():
+            # Scrapy's engine looks at its scheduler again only every 5 s when it has nothing in hand; another
+            # process added requests to the shared queue: look now.
+            engine._slot.nextcall.schedule()  # noqa: SLF001 - no public way to wake an idle engine
+
+    def _queued(self) -> int:
+        return self.run.client.zcard(self.run.key("requests"))
+
+    def _try_to_become_writer(self) -> None:
+        from newsdedup.pipelines.writer import StreamWriter
+
+        try:
+            self.store.lock_for_run()
+        except StoreInUse:
+            return  # another process writes
+        self.store.refresh()  # article ids continue after the last writer's
+        self._rebuild_indexes()
+        self.writer = StreamWriter(self, self.stream, self.urls)
+        self._tasks.append(asyncio.ensure_future(self._write()))
+        logger.info("distributed crawl: this process (%s) is the writer now", self.run.worker)
+
+    async def _write(self) -> None:
+        while True:
+            try:
+                await self.writer.run(lambda: True)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - entries stay pending in the stream; tried again
+                logger.exception("distributed crawl: the writer failed; trying again in 1 s")
+                await asyncio.sleep(1.0)
+
+    def _spider_idle(self, spider) -> None:
+        """Stay open while the run has work anywhere: queued requests, a busy process, uncommitted entries."""
+        try:
+            done = not self._queued() and not self.run.others_busy() and not len(self.stream)
+        except Exception:  # noqa: BLE001 - Redis unreachable for a moment: ask again later
+            logger.exception("distributed crawl: cannot tell whether the run is done")
+            done = False
+        if not done:
+            raise DontCloseSpider
 
     # -- the run's verdict ---------------------------------------------------------------------
     def _spider_closed(self, spider, reason: str) -> None:
@@ -187,6 +283,8 @@ class CrawlState:
         except StoreError as exc:
             if not not_saved:  # only the run's own record was lost: say so, the pages are safe
                 logger.error("%s", exc)
+        if self.run is not None:
+            self.run.leave()
         stats.set_value("newsdedup/run/exit_code", int(verdict.code))
         stats.set_value("newsdedup/run/verdict", verdict.name)
         stats.set_value("newsdedup/run/problems", verdict.problems)
