@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from functools import partial
+from itertools import count
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -152,15 +153,19 @@ CONFIGS = {
 }
 
 
-def run_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1) -> dict:
-    """Crawl once in a fresh process, into a new store (an old one would skip every page); return Scrapy's final stats."""
-    stats_file = workdir / f"{name}.{round_number}.stats.json"
-    overrides = {
+_crawls = count(1)
+
+
+def start_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1, **overrides) -> tuple:
+    """Start a crawl in a fresh process with the project's settings, ``CONFIGS[name]`` and ``overrides`` (by
+    default into a new SQLite store: an old one would skip every page); returns (process, stats file)."""
+    stats_file = workdir / f"{name}.{round_number}.{next(_crawls)}.stats.json"
+    settings = {
         "NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.sqlite'}",
         "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
         "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False, "DEPTH_LIMIT": 0,
-        **CONFIGS[name],
+        **CONFIGS.get(name, {}), **overrides,
     }
     code = f"""
 import json, sys
@@ -168,19 +173,46 @@ sys.path.insert(0, {str(Path(__file__).parent)!r})
 from scrapy.crawler import CrawlerProcess
 from scrapy.settings import Settings
 settings = Settings(); settings.setmodule("newsdedup.settings", priority="project")
-settings.setdict(json.loads({json.dumps(json.dumps(overrides))}), priority="cmdline")
+settings.setdict(json.loads({json.dumps(json.dumps(settings))}), priority="cmdline")
 process = CrawlerProcess(settings)
 crawler = process.create_crawler("portal")
 process.crawl(crawler, sites={str(sites_file)!r})
 process.start()
 stats = {{k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}}
+import time; stats["cpu_seconds"] = time.process_time()  # this process's own CPU (worker processes not included)
 open({str(stats_file)!r}, "w").write(json.dumps(stats))
 """
+    return subprocess.Popen([sys.executable, "-c", code], cwd=REPO), stats_file
+
+
+def finish_one(process: subprocess.Popen, stats_file: Path) -> dict:
+    """Scrapy's final stats of a crawl :func:`start_one` started."""
+    if process.wait() != 0:
+        raise SystemExit(f"a crawl failed (exit status {process.returncode})")
+    return json.loads(stats_file.read_text())
+
+
+def run_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1) -> dict:
+    """Crawl once in a fresh process; return Scrapy's final stats."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
-    stats = json.loads(stats_file.read_text())
+    stats = finish_one(*start_one(name, sites_file, workdir, round_number))
     stats["wall_seconds"] = time.perf_counter() - started
     return stats
+
+
+def serve_site(pages: int, data: Path, *, small: bool = False) -> tuple:
+    """Build the site in a new folder and serve it from another process: (workdir, sites file, server, KB/page)."""
+    workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
+    site = workdir / "site"
+    page_kb = build_site(site, pages, data if data.is_dir() else None, small=small)
+    print(f"{pages} article pages, {page_kb:.0f} KB on average", flush=True)
+    ports = multiprocessing.Queue()
+    server = multiprocessing.Process(target=serve, args=(str(site), ports), daemon=True)
+    server.start()
+    sites_file = workdir / "sites.toml"
+    sites_file.write_text(sites_toml(f"http://127.0.0.1:{ports.get(timeout=10)}", (pages + 49) // 50),
+                          encoding="utf-8")
+    return workdir, sites_file, server, page_kb
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,16 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
     parser.add_argument("--small", action="store_true", help="small synthetic pages (5 KB) instead of real-size shells")
     args = parser.parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
-    site = workdir / "site"
-    page_kb = build_site(site, args.pages, args.data if args.data.is_dir() else None, small=args.small)
-    print(f"{args.pages} article pages, {page_kb:.0f} KB on average", flush=True)
-    ports = multiprocessing.Queue()
-    server = multiprocessing.Process(target=serve, args=(str(site), ports), daemon=True)
-    server.start()
-    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
-    sites_file = workdir / "sites.toml"
-    sites_file.write_text(sites_toml(base, (args.pages + 49) // 50), encoding="utf-8")
+    workdir, sites_file, server, page_kb = serve_site(args.pages, args.data, small=args.small)
     runs: dict[str, list[dict]] = {name: [] for name in args.configs.split(",")}
     try:
         # Rounds interleave the configurations, so a slow spell of a shared machine hits all of them.

@@ -210,9 +210,10 @@ class CrawlState:
         self.run.beat(busy=not idle, keep=getattr(self.run, "keep", ()))
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
-        if idle and self._queued():
-            # Scrapy's engine looks at its scheduler again only every 5 s when it has nothing in hand; another
-            # process added requests to the shared queue: look now.
+        if idle:
+            # Scrapy's idle engine looks at its scheduler, and asks whether to close, only every 5 s: another
+            # process may have queued requests, or the run may be done (the last page committed). Look now: a
+            # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
             engine._slot.nextcall.schedule()  # noqa: SLF001 - no public way to wake an idle engine
 
     def _queued(self) -> int:
@@ -368,6 +369,9 @@ class CrawlState:
         if self.pool is not None:
             for name, count in self.pool.counts.items():
                 stats.set_value(f"newsdedup/workers/{name}", count)
+        if self.writer is not None:  # a distributed crawl's writer: what applying the stream cost this process
+            stats.set_value("newsdedup/writer/applied", self.writer.applied)
+            stats.set_value("newsdedup/writer/cpu_seconds", round(self.writer.cpu_seconds, 3))
         if self.exact is not None:
             bloom = self.exact.bloom
             stats.set_value("newsdedup/exact/bloom_maybe", self.exact.stats.bloom_maybe)

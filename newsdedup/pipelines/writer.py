@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from scrapy.exceptions import DropItem
 
@@ -36,6 +37,7 @@ class StreamWriter:
         self.stream = stream
         self.urls = urls  # newsdedup.distributed.UrlFilter
         self.applied = 0
+        self.cpu_seconds = 0.0  # the writer's own work (apply and commit), for newsdedup/writer/* stats
         self._unacknowledged: list[bytes] = []
         self._handled: list[str] = []
 
@@ -63,10 +65,12 @@ class StreamWriter:
     def drain_once(self, *, pending: bool) -> int:
         """Apply one batch (the previous writer's unacknowledged entries first), commit, acknowledge."""
         batch = self.stream.pending(BATCH) if pending else self.stream.new(BATCH)
+        started = time.thread_time()
         for entry_id, entry in batch:
             self.apply(entry)
             self._unacknowledged.append(entry_id)
         self.commit()
+        self.cpu_seconds += time.thread_time() - started
         return len(batch)
 
     def commit(self) -> bool:
