@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args(argv)
     redis_server, postgres = RedisServer(), PostgresServer()
-    workdir, sites_file, server, page_kb = serve_site(args.pages, args.data)
+    workdir, sites_file, server = serve_site(args.pages, args.data)
     runs: dict[int, list[dict]] = {1: [], 2: []}
     try:
         for round_number in range(1, args.rounds + 1):
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [two["pages_per_s"] / one["pages_per_s"] for one, two in zip(runs[1], runs[2])]
     writer_ms = statistics.median(r["writer_cpu_ms_per_page"] for r in runs[1] + runs[2])
     cpu_ms = statistics.median(r["cpu_ms_per_page"] for r in runs[1])
-    result = {"pages": args.pages, "page_kb": round(page_kb),
+    result = {"pages": args.pages,
               "one_process_pages_per_s_median": round(statistics.median(r["pages_per_s"] for r in runs[1]), 1),
               "two_processes_pages_per_s_median": round(statistics.median(r["pages_per_s"] for r in runs[2]), 1),
               "two_vs_one_per_round": [round(r, 2) for r in ratios], "two_vs_one_median": round(statistics.median(ratios), 2),

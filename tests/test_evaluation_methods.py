@@ -1,10 +1,25 @@
-"""The evaluation's method runner: the product's methods through Deduplicator, baselines, scores and cost."""
+"""The evaluation's method runner and tuning: the product's methods through Deduplicator, baselines, scores."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
 from test_cli import OTHER, STORY
 
-from newsdedup.evaluation.methods import DEFAULT_METHOD, MethodSpec, method_specs, report_row, run_methods
+from newsdedup.dedup.features import FeatureConfig, FeatureExtractor
+from newsdedup.dedup.simhash import hamming
+from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.evaluation import methods
+from newsdedup.evaluation.methods import (
+    DEFAULT_METHOD,
+    MethodSpec,
+    Runner,
+    baseline_specs,
+    product_specs,
+    report_row,
+    tune,
+)
 
 EDITED = STORY.replace("十二公里", "约十二公里").replace("两千余人次", "两千多人次") + "本文来源：临江日报。"
 DOCS = [
@@ -16,25 +31,25 @@ DOCS = [
 ITEMS = [(d["id"], d["text"]) for d in DOCS]
 
 
-def test_specs_name_the_default_and_every_product_method_once():
-    specs = method_specs(baselines=False)
-    names = [s.name for s in specs]
-    assert len(names) == len(set(names))
-    assert DEFAULT_METHOD in names
-    assert {s.near.method for s in specs} == {"simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"}
-    # Specs sharing a feature configuration are adjacent, so the runner segments each text once per config.
-    configs = [s.features for s in specs]
-    assert all(configs.index(c) == i or configs[i - 1] == c for i, c in enumerate(configs))
+def test_rows_name_the_default_the_papers_and_a_tuned_setting_only_where_it_differs():
+    rows = {method: product_specs(method) for method in methods.METHODS}
+    assert [s.name for s in rows["spotsigs"]] == ["spotsigs", "spotsigs-paper"]
+    assert rows["spotsigs"][0].near == NearSettings() and rows["spotsigs"][1].near.spotsigs_min_containment is None
+    assert [s.name for s in rows["simhash"]] == ["simhash"]  # the product ships the paper's k=3
+    tuned = replace(NearSettings(method="simhash"), simhash_max_distance=7)
+    assert [s.name for s in product_specs("simhash", tuned)] == ["simhash", "simhash-tuned"]
+    assert product_specs("simhash", tuned)[1].description == "64-bit, tf-idf words, k=7"
+    assert [s.name for s in product_specs("simhash", NearSettings(method="simhash"))] == ["simhash"]
+    assert {s.name for s in baseline_specs()} == {"minhash-lsh", "shingling", "i-match"}
 
 
 def test_default_method_clusters_the_reprints_and_catches_the_exact_copy():
-    spec = next(s for s in method_specs(baselines=False) if s.name == DEFAULT_METHOD)
-    (run,) = run_methods(ITEMS, [spec], workers=0)
+    with Runner(workers=0) as runner:
+        ((run,),) = runner.run([ITEMS], product_specs(DEFAULT_METHOD)[:1])
     assert run.predicted["a"] == run.predicted["c"] == run.predicted["d"] != run.predicted["b"]
     assert run.exact == {"c"}
     row = report_row(run, DOCS)
-    assert (row["precision"], row["recall"], row["f1"]) == (1.0, 1.0, 1.0)
-    assert row["exact_detection"] == 1.0
+    assert (row["precision"], row["recall"], row["f1"], row["exact_detection"]) == (1.0, 1.0, 1.0, 1.0)
     assert row["ms_per_doc"]["features"] > 0 and row["ms_per_doc"]["total"] >= row["ms_per_doc"]["dedup"]
 
 
@@ -47,18 +62,47 @@ class _OneCluster:
 
 
 def test_a_method_that_merges_everything_loses_precision():
-    spec = MethodSpec("one-cluster", "test", "merges everything", baseline=_OneCluster)
-    (run,) = run_methods(ITEMS, [spec], workers=0)
+    with Runner(workers=0) as runner:
+        ((run,),) = runner.run([ITEMS], [MethodSpec("one-cluster", "baseline", "merges everything", baseline=_OneCluster)])
     row = report_row(run, DOCS)
     assert row["precision"] == 0.5 and row["recall"] == 1.0  # 3 true pairs of 6 predicted
-    assert row["negatives_fp"]["total"] == 0
+    assert row["exact_detection"] is None and row["ms_per_doc"]["features"] is None
 
 
-def test_baselines_run_through_the_same_scoring():
-    specs = [s for s in method_specs() if s.family == "baseline"]
-    assert {"minhash-lsh", "shingling"} <= {s.name for s in specs}
-    runs = run_methods(ITEMS, specs, workers=0)
-    for run in runs:
-        row = report_row(run, DOCS)
-        assert run.predicted["b"] != run.predicted["a"]
-        assert row["exact_detection"] is None and row["ms_per_doc"]["features"] is None
+def test_worker_processes_give_what_inline_gives_for_every_stream_and_row():
+    specs = [*product_specs("hybrid"), *baseline_specs()[:1]]
+    streams = [ITEMS, ITEMS[::-1]]
+    with Runner(workers=2) as runner:
+        spawned = [[run.predicted for run in runs] for runs in runner.run(streams, specs)]
+    with Runner(workers=0) as runner:
+        inline = [[run.predicted for run in runs] for runs in runner.run(streams, specs)]
+    assert spawned == inline and spawned[0][0] != spawned[1][0]  # the second stream starts from "d", not "a"
+
+
+def test_tuning_picks_the_smallest_distance_that_finds_the_copy_and_merges_nothing():
+    extractor = FeatureExtractor(FeatureConfig(method="simhash"))
+    distance = hamming(extractor.features(STORY).simhash, extractor.features(EDITED).simhash)
+    assert 3 < distance <= 10  # the premise: the paper's k=3 misses this copy, the grid reaches it
+    docs = [DOCS[0], DOCS[1], DOCS[3]]
+    with Runner(workers=0) as runner:
+        chosen, tried = tune(runner, docs, "simhash")
+    assert chosen == NearSettings(method="simhash", simhash_max_distance=distance)
+    assert len(tried) == len(methods.TUNING_GRID["simhash"]["simhash_max_distance"])
+    assert [row["f1"] for row in tried if row["chosen"]] == [1.0]
+
+
+def test_tuning_keeps_the_default_when_nothing_scores_better():
+    with Runner(workers=0) as runner:
+        chosen, _ = tune(runner, DOCS[:2], "dwdcs")  # no true pair, no false one: every setting ties
+    assert chosen == NearSettings(method="dwdcs")
+
+
+def test_baselines_run_over_product_features_when_a_row_names_them():
+    from newsdedup.evaluation.baselines import MinHashLSHBaseline
+    from newsdedup.evaluation.experiments import spot_keys
+
+    lsh = MethodSpec("lsh", "baseline", "over spots", FeatureConfig(), baseline=partial(
+        MinHashLSHBaseline, threshold=0.5, bands=32, rows=6, features=spot_keys))
+    with Runner(workers=0) as runner:
+        ((run,),) = runner.run([ITEMS], [lsh])
+    assert run.predicted["d"] == "a" != run.predicted["b"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from newsdedup.evaluation import reprints
 from newsdedup.evaluation.reprints import (
     DISCLAIMER,
+    Editor,
     NEGATIVE_KINDS,
     REPRINT_KINDS,
     build_text_benchmark,
@@ -66,11 +68,13 @@ def test_arguments_are_validated_before_reading_data(tmp_path):
         build_text_benchmark(tmp_path, kinds=("paraphrase",))
     with pytest.raises(ValueError, match="edit ratios"):
         build_text_benchmark(tmp_path, min_edit_ratio=0.5, max_edit_ratio=0.2)
+    with pytest.raises(ValueError, match="split"):
+        build_text_benchmark(tmp_path, split="train")
     with pytest.raises(ValueError, match="shared data"):
         build_text_benchmark(tmp_path)  # no corpus there
 
 
-SMALL = {"stories": 40, "singletons": 10, "disclaimer_negatives": 5, "same_topic_pairs": 5, "junk": 12}
+SMALL = {"stories": 40, "singletons": 10, "disclaimer_negatives": 5, "same_topic_pairs": 5, "junk": 12, "other_corpus": 5}
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +94,7 @@ def test_documents_have_the_promised_fields_and_counts(small):
     assert len({d["id"] for d in small}) == len(small)
     kinds = Counter(d["kind"] for d in small)
     assert kinds["original"] == 40 and kinds["singleton"] == 10
-    assert kinds["disclaimer"] == 5 and kinds["junk"] == 12 and kinds["same_topic"] == 10
+    assert kinds["disclaimer"] == 5 and kinds["junk"] == 12 and kinds["same_topic"] == 10 and kinds["other_corpus"] == 5
     per_story = Counter(d["story"] for d in small if d["kind"] != "original")
     originals = {d["story"] for d in small if d["kind"] == "original"}
     assert all(1 <= per_story[story] <= 4 for story in originals)
@@ -143,3 +147,59 @@ def test_write_and_read_jsonl_round_trip(tmp_path, small):
     assert write_jsonl(small[:5], path) == 5
     assert read_jsonl(path) == small[:5]
     assert "\\u" not in path.read_text(encoding="utf-8")  # Chinese written as is, not escaped
+
+
+def test_the_tune_half_shares_no_text_with_the_test_half(shared_data, small):
+    tune = build_text_benchmark(shared_data, seed=1, split="tune", **SMALL)
+    assert "other_corpus" not in {d["kind"] for d in tune}  # the other corpus stays unseen by tuning
+    # Junk pages of one script template share their CSS lines whatever the half: that is what junk is.
+    sentences = [{unit_key(u) for d in docs if d["kind"] != "junk" for u in split_units(d["text"])
+                  if len(unit_key(u)) >= 20} for docs in (small, tune)]
+    shared = sentences[0] & sentences[1]
+    assert shared <= {unit_key(u) for u in split_units(DISCLAIMER)}  # only the made-up disclaimer is in both
+    assert {d["origin"] for d in small if d["kind"] == "original"}.isdisjoint(d["origin"] for d in tune)
+
+
+ARTICLE = "市气象台今天上午发布暴雪蓝色预警，预计今天夜间到明天白天全市将出现中到大雪。交通部门提醒市民尽量减少出行。" * 3
+
+
+def _editor(seed: int = 7) -> Editor:
+    return Editor(random.Random(seed), ["外来的一句话。", "这家企业去年的营业收入突破了百亿元。"])
+
+
+def _is_subsequence(short: str, long: str) -> bool:
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+@pytest.mark.parametrize("share", [0.01, 0.05, 0.2])
+def test_character_edits_change_exactly_the_share(share):
+    budget = max(1, round(share * len(ARTICLE)))
+    added, deleted = _editor().add_chars(ARTICLE, share), _editor().delete_chars(ARTICLE, share)
+    assert len(added) == len(ARTICLE) + budget and _is_subsequence(ARTICLE, added)
+    assert len(deleted) == len(ARTICLE) - budget and _is_subsequence(deleted, ARTICLE)
+    modified = _editor().modify_chars(ARTICLE, share)
+    # Untouched characters keep their order (only moved spans leave it), nothing lengthens the text.
+    assert len(ARTICLE) - budget <= len(modified) <= len(ARTICLE) and modified != ARTICLE
+    kept = Counter(ARTICLE) - Counter(modified)
+    assert kept.total() <= budget  # at most the touched characters went missing
+
+
+def test_edits_are_seeded_and_validated():
+    assert _editor(3).modify_chars(ARTICLE, 0.1) == _editor(3).modify_chars(ARTICLE, 0.1)
+    assert _editor(3).add_chars(ARTICLE, 0.1) != _editor(4).add_chars(ARTICLE, 0.1)
+    with pytest.raises(ValueError, match="0.05"):
+        _editor().add_chars(ARTICLE, 5)
+    with pytest.raises(ValueError, match="non-empty"):
+        _editor().modify_chars("  ", 0.1)
+    with pytest.raises(ValueError, match="two sentences"):
+        _editor().reorder(["只有一句话"])
+    with pytest.raises(ValueError, match="donors"):
+        Editor(random.Random(1), ["", ""])
+
+
+def test_reorder_moves_whole_sentences():
+    units = split_units(ARTICLE)
+    moved = _editor().reorder(units, moved=3)
+    assert Counter(moved) == Counter(units) and moved != units
+    assert 0 < sentence_edit_ratio(ARTICLE, join_units(moved)) <= 3 / len(units)

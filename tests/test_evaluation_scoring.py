@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from newsdedup.evaluation.scoring import (
-    PairCounts,
-    clusters_from_verdicts,
-    edit_band,
-    evaluate,
-    false_positive_rate,
-    pair_counts,
-    recall_by_edit_band,
-    recall_by_kind,
-)
+from newsdedup.evaluation.scoring import PairCounts, clusters_from_verdicts, edit_band, evaluate, pair_counts
 
 # Story 1 = {a, b, c} (3 true pairs), story 2 = {d, e} (1 true pair), story 3 = {f}: 4 true pairs.
 GOLD = {"a": 1, "b": 1, "c": 1, "d": 2, "e": 2, "f": 3}
@@ -74,13 +65,13 @@ PREDICTED = {"o": 1, "add": 1, "short": 2, "o2": 3, "del": 3, "junk1": 4, "junk2
 
 
 def test_recall_by_kind_charges_the_more_edited_member():
-    rates = recall_by_kind(DOCS, PREDICTED)
+    rates = evaluate(DOCS, PREDICTED).by_kind
     # Pairs: o-add (add, found), o-short (short, missed), add-short (short, missed), o2-del (delete, found).
     assert {k: (r.hits, r.total) for k, r in rates.items()} == {"add": (1, 1), "short": (0, 2), "delete": (1, 1)}
 
 
 def test_recall_by_edit_band_uses_the_larger_ratio():
-    rates = recall_by_edit_band(DOCS, PREDICTED)
+    rates = evaluate(DOCS, PREDICTED).by_band
     assert {k: (r.hits, r.total) for k, r in rates.items()} == {
         "(0,5%]": (1, 1), ">30%": (0, 2), "(20,30%]": (1, 1)
     }
@@ -100,12 +91,13 @@ def test_edit_band_rejects_negative_ratio():
         edit_band(-0.1)
 
 
-def test_false_positive_rate_counts_docs_clustered_with_another_story():
-    gold = {d["id"]: d["story"] for d in DOCS}
-    rate = false_positive_rate(gold, PREDICTED, ["junk1", "junk2", "topic"])
-    assert (rate.hits, rate.total) == (2, 3)
-    # A reprint in its own story's cluster is no false positive.
-    assert false_positive_rate(gold, PREDICTED, ["add", "del"]).hits == 0
+def test_false_positive_rate_counts_negatives_clustered_with_another_story():
+    fp = evaluate(DOCS, PREDICTED).fp_by_kind
+    assert (fp["junk"].hits, fp["junk"].total) == (2, 2)  # merged with each other
+    assert (fp["same_topic"].hits, fp["same_topic"].total) == (0, 1)
+    # A reprint in its own story's cluster is no false positive, even when its story is a hard negative's kind.
+    docs = [*DOCS, {"id": "junk1-copy", "story": "j1", "kind": "junk", "edit_ratio": 0.0}]
+    assert evaluate(docs, {**PREDICTED, "junk2": 6, "junk1-copy": 4}).fp_by_kind["junk"].hits == 0
 
 
 def test_evaluate_puts_it_together():
@@ -116,6 +108,11 @@ def test_evaluate_puts_it_together():
     assert report.fp_by_kind["junk"].value == 1.0
     assert report.fp_by_kind["same_topic"].value == 0.0
     assert report.fp_by_kind["disclaimer"].total == 0
+    row = report.as_dict()
+    assert (row["precision"], row["recall"], row["negatives_fp_rate"]) == (0.6667, 0.5, 0.6667)
+    assert row["recall_by_band"] == {"(0,5%]": {"hits": 1, "total": 1, "rate": 1.0},
+                                     "(20,30%]": {"hits": 1, "total": 1, "rate": 1.0},
+                                     ">30%": {"hits": 0, "total": 2, "rate": 0.0}}
 
 
 def test_clusters_from_verdicts_reads_cluster_ids_and_falls_back():

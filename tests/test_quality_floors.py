@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -11,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from newsdedup.evaluation.floors import (
+    TRAILER_KEY,
     FloorChange,
     Floors,
-    HistoryUnavailable,
     check_floors,
     floor_lowered_trailer,
     format_check,
     load_floors,
-    loosened_without_reason,
     lower_floor,
-    main,
     parse_floors,
     raise_floors,
 )
@@ -201,19 +200,77 @@ def test_lower_refuses_tightening_and_unknown_metrics(floors_file: Path) -> None
     assert floors_file.read_text(encoding="utf-8") == FLOORS_TEXT
 
 
-def test_command_line_check_raise_and_lower(tmp_path: Path, floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    results = tmp_path / "results.json"
-    results.write_text('{"demo": {"f1": 0.8, "passed": 25, "leaks": 0, "fp_rate": 0.0}}', encoding="utf-8")
-    assert main(["check", str(results), "--floors", str(floors_file)]) == 1
-    assert "FAIL: below minimum" in capsys.readouterr().out
-    assert main(["raise", str(floors_file), "--results", str(results), "--headroom", "0.01"]) == 0
-    assert load_floors(floors_file).maximum == {"demo.leaks": 1, "demo.fp_rate": 0.01}
-    assert main(["lower", str(floors_file), "demo.f1", "0.75", "--reason", "harder test pages"]) == 0
+def test_eval_command_line_lowers_a_floor_with_its_reason(floors_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from newsdedup.cli import main
+
+    assert main(["eval", "--floors", str(floors_file), "--lower-floor", "demo.f1=0.75"]) == 2  # no reason
+    assert main(["eval", "--floors", str(floors_file), "--lower-floor", "demo.f1=0.75",
+                 "--reason", "harder test pages"]) == 0
     assert "Floor-lowered: demo.f1 0.9 -> 0.75: harder test pages" in capsys.readouterr().out
-    assert main(["check", str(results), "--floors", str(floors_file)]) == 0
+    assert load_floors(floors_file).minimum["demo.f1"] == 0.75
 
 
 # ----------------------------------------------------------------------------- git history
+
+
+class HistoryUnavailable(RuntimeError):
+    """git is missing, or the folder is not inside a git work tree."""
+
+
+def _git_output(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", check=False)
+
+
+def _floors_at(repo: Path, commit: str, path: str) -> Floors | None:
+    shown = _git_output(repo, "show", f"{commit}:./{path}")  # ./: relative to -C, as the log's pathspec
+    return parse_floors(shown.stdout, f"{commit[:10]}:{path}") if shown.returncode == 0 else None
+
+
+def _shown(value: float) -> str:
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def loosened_without_reason(repo: Path, path: str) -> list[str]:
+    """Every loosening (a floor lowered or removed) of ``path`` in ``repo``'s git history whose commit message
+    lacks a ``Floor-lowered: <metric> ...`` line for it; a merge counts only floors looser than in every parent."""
+    if shutil.which("git") is None:
+        raise HistoryUnavailable("git is not installed")
+    inside = _git_output(repo, "rev-parse", "--is-inside-work-tree") if Path(repo).is_dir() else None
+    if inside is None or inside.stdout.strip() != "true":
+        raise HistoryUnavailable(f"{repo} is not a git checkout")
+    log = _git_output(repo, "log", "--full-history", "--format=%H%x1f%P%x1f%B%x1e", "--", path)
+    if log.returncode != 0:
+        if "does not have any commits" in log.stderr:
+            return []
+        raise HistoryUnavailable(f"git log failed in {repo}: {log.stderr.strip()}")
+    problems = []
+    for record in filter(str.strip, log.stdout.split("\x1e")):
+        commit, parents, message = record.lstrip("\n").split("\x1f", 2)
+        where = f"{commit[:10]} ({(message.strip().splitlines() or [''])[0]})"
+        try:
+            after = _floors_at(repo, commit, path)
+        except ValueError as error:
+            problems.append(f"{where}: committed a floors file that does not parse: {error}")
+            continue
+        flagged: dict[tuple[str, str], str] | None = None
+        for parent in parents.split():
+            try:
+                before = _floors_at(repo, parent, path) or Floors()
+            except ValueError:
+                before = Floors()  # reported at the commit that broke it
+            loosened = {}
+            for metric, kind, old in before.entries():
+                new = after.table(kind).get(metric) if after else None
+                if new is None:
+                    loosened[metric, kind] = f"removed the {kind} floor {metric} (was {_shown(old)})"
+                elif (new < old) if kind == "min" else (new > old):
+                    loosened[metric, kind] = f"loosened the {kind} floor {metric} {_shown(old)} -> {_shown(new)}"
+            flagged = loosened if flagged is None else {k: v for k, v in flagged.items() if k in loosened}
+        explained = set(re.findall(rf"^\s*{TRAILER_KEY}:\s*(\S+)", message, flags=re.MULTILINE))
+        problems += [f"{where}: {text} without a '{TRAILER_KEY}: {metric} ...' line in its message"
+                     for (metric, _), text in (flagged or {}).items() if metric not in explained]
+    return problems
 
 
 def test_checked_in_floors_were_never_loosened_without_a_reason() -> None:

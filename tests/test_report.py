@@ -42,14 +42,6 @@ def render(page, png, size: tuple[int, int]) -> str:
                               text=True, timeout=120).stdout
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    result = newsdedup("demo", "--storage", f"sqlite:///{db}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return db
-
-
 def report(db, *args: str, fmt: str = "json"):
     result = newsdedup("report", "--storage", f"sqlite:///{db}", "--format", fmt, *args)
     assert result.returncode == 0, result.stderr

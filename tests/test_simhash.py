@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -68,11 +73,20 @@ def test_fixture_articles_are_article_sized() -> None:
 
 
 @pytest.mark.parametrize("bits", [64, 128])
-def test_identical_features_give_identical_fingerprints(bits: int) -> None:
-    features = word_features(get_segmenter().cut(LIBRARY), load_stopwords())
-    reordered = dict(reversed(list(features.items())))
-    assert simhash(features, bits) == simhash(reordered, bits) == simhash(list(features.items()), bits)
-    assert fingerprint(LIBRARY, bits) == fingerprint(LIBRARY, bits)
+def test_identical_features_give_identical_fingerprints_in_any_order_and_any_process(bits: int) -> None:
+    # Float sums of these weights depend on their order (1e16 + 1.0 == 1e16): the textbook loop gives 7
+    # fingerprints over the 120 orders. Stored fingerprints are compared across runs, so it must be one.
+    features = {"北京": 1.0, "上海": 1.0, "广州": 1e16, "深圳": 0.7, "杭州": 1e16}
+    assert len({naive_simhash(dict(order), bits) for order in itertools.permutations(features.items())}) > 1
+    assert len({simhash(list(order), bits) for order in itertools.permutations(features.items())}) == 1
+    # Another process with another str hash seed (Python's hash() would differ) computes the same value.
+    code = (
+        "import sys\nfrom test_simhash import fingerprint\n"
+        f"print(fingerprint(sys.stdin.read(), {bits}))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], input=LIBRARY, capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).parent, env={**os.environ, "PYTHONHASHSEED": "12345"}, timeout=120)
+    assert int(other.stdout) == fingerprint(LIBRARY, bits)
 
 
 @pytest.mark.parametrize("bits", [64, 128])

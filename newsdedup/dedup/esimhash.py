@@ -43,7 +43,7 @@ Where the paper is vague, this module chooses (each choice below is one the pape
 - **Threshold**: the paper's Hamming distance of 10 (of 128 bits) is the default. Simhash flips a bit with
   probability about ``angle / pi`` between the two weighted word vectors, so 10 bits need a weighted
   cosine of about 0.97: copies with more than 5-10% of their words edited fall outside it (measured in
-  ``benchmarks/esimhash_dwdcs_cost.py``; 16 bits finds far more of them on the Sina reprints).
+  ``newsdedup eval``; tuned on the Sina reprints, 34 bits finds far more of them).
 - **Memory**: neighbour counts are kept per word pair (one dict entry, about 100 bytes each). Past
   ``max_bigrams`` pairs the rarest are dropped (lossy counting: pairs seen once, then twice, ...); a
   dropped pair seen again restarts at 1, which over-states that word's entropy slightly.

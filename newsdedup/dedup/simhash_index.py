@@ -70,7 +70,7 @@ class SimhashIndex:
 
     Memory: one dict entry (key -> slot) and a slot int per stored fingerprint, plus flat arrays: the
     fingerprint (8 bytes per 64 bits), its insertion rank (8) and per table a chain link (4) and on average
-    4-8 bytes of bucket heads. Measured with benchmarks/simhash_index_bench.py (int keys, k = 3): about
+    4-8 bytes of bucket heads. Measured with benchmarks/index_scaling.py (int keys, k = 3): about
     112 bytes per fingerprint at 1M for 64 bits, 136 for 128 bits. Removed entries are reclaimed by a rebuild
     once they outnumber the live ones.
     """

@@ -29,7 +29,7 @@ point arithmetic as :func:`multiset_jaccard`, so the result equals brute force e
 Memory. A news article has ~104 distinct spots; in a corpus of 8k Sina articles ~31 of them are new and
 two thirds of all spots occur in one document only. Dictionaries, boxed ints and an array per spot cost
 ~5.6 KB per stored Sina article; everything here lives in flat C arrays instead, ~2.5 KB (measured with
-benchmarks/near_index_scaling.py and benchmarks/dedup_throughput.py):
+benchmarks/index_scaling.py):
 
 * A stored document is a *sequence number* (its insertion number, kept when its key is replaced). Its
   length and spots live in arrays indexed by it. Its spots are one ``array('I')`` of spot ids: the ids

@@ -1,193 +1,226 @@
-"""Every near-duplicate method of the evaluation, run over one document stream and scored.
+"""Every near-duplicate method of the evaluation run over document streams, and the tuning of their parameters.
 
-The product's methods run exactly as ``newsdedup dedup`` runs them: :func:`newsdedup.analysis.analyse_text`
-on worker processes (one segmentation per document, as in the crawl), then the exact stage and
-Single-Pass clustering of :class:`~newsdedup.dedup.engine.Deduplicator` in input order.  Each appears
-with the papers' parameters and, where a different setting measured better on the reprint benchmark,
-a tuned row.  The baselines (:mod:`newsdedup.evaluation.baselines`) run in this process.
-
-Per-document cost is CPU time on one core: the worker's feature extraction (timed inside the worker)
-plus the main process's exact stage, clustering and index (timed around ``Deduplicator.process``).
+The product's methods run as ``newsdedup dedup`` runs them: features from the product's
+:class:`~newsdedup.analysis.AnalysisPool` (worker processes, one per core), then the exact stage and
+Single-Pass of :class:`~newsdedup.dedup.engine.Deduplicator` in stream order, with the row's
+:class:`~newsdedup.dedup.single_pass.NearSettings` (in the same worker processes, one stream and row per
+task).  A row is the shipped defaults, the paper's parameters, or parameters :func:`tune` chose on the tune
+split of the reprint benchmark; the figures reported are those of the held-out test split.  Baselines
+(:mod:`newsdedup.evaluation.baselines`) run over the texts, or over the product's features when their row
+names a feature configuration.  Cost is CPU time on one core: the worker's features plus the clustering.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from newsdedup.analysis import AnalysisPool, analyse_text
 from newsdedup.dedup.engine import EXACT_DUPLICATE, Deduplicator
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
-from newsdedup.evaluation.scoring import EDIT_BANDS, Rate, evaluate
-
-__all__ = [
-    "DEFAULT_METHOD",
-    "MethodSpec",
-    "method_specs",
-    "report_row",
-    "run_methods",
-]
+from newsdedup.evaluation.scoring import Report, evaluate
 
 #: The product default (``NEWSDEDUP_NEAR_METHOD``); the evaluation's "default" rows are this one's.
 DEFAULT_METHOD = "spotsigs"
+#: Product methods in the order their features are computed (one configuration in memory at a time).
+METHODS = ("spotsigs", "hybrid", "simhash", "esimhash", "dwdcs")
+#: The papers' own parameters, where they differ from the shipped defaults.  SpotSigs: Jaccard only (no
+#: containment fallback), documents under 4 spots skipped as in the original authors' implementation.
+PAPER = {"spotsigs": NearSettings(spotsigs_min_containment=None, spotsigs_min_signatures=4)}
+#: What :func:`tune` searches on the tune split: NearSettings field -> candidate values, per method.
+TUNING_GRID: dict[str, dict[str, tuple]] = {
+    "spotsigs": {"spotsigs_tau": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),
+                 "spotsigs_min_containment": (None, 0.6, 0.7, 0.8, 0.9),
+                 "spotsigs_min_signatures": (3, 5, 8), "spotsigs_containment_min_spots": (5, 10, 20)},
+    "simhash": {"simhash_max_distance": tuple(range(3, 13))},
+    "esimhash": {"esimhash_max_distance": (10, 16, 22, 28, 34, 40)},
+    "dwdcs": {"dwdcs_cosine": (0.7, 0.8, 0.9), "dwdcs_max_variance": (0.01, 0.02, 0.04, 0.08)},
+}
+#: The bar a tuned setting must pass before its F1 counts: what a monitoring user can live with (merging two
+#: different stories hides one of them; pairwise precision alone would drown a few such merges in true pairs).
+MIN_PRECISION, MAX_NEGATIVES_MERGED = 0.99, 0.01
+#: A parameter moves from its current value only for a larger F1 gain: on ~3,000 documents less is a handful
+#: of pairs, noise rather than a reason to change a shipped default.
+MIN_GAIN = 0.002
 
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One row of the comparison: a product method with some parameters, or a baseline."""
+    """One row of a comparison: a product method with some parameters, or a baseline."""
 
     name: str
-    family: str  # "product" (the crawl's default settings), "paper" (the paper's own), "tuned", "baseline"
+    family: str  # "product" (shipped defaults), "paper", "tuned" or "baseline"
     description: str
-    features: FeatureConfig | None = None
+    features: FeatureConfig | None = None  # the product's features; a baseline then clusters those
     near: NearSettings | None = None
-    baseline: Callable[[], object] | None = None  # builds an object with .cluster(items) -> {id: cluster}
+    baseline: Callable[[], object] | None = None  # picklable; builds an object with .cluster(items)
 
 
-def method_specs(*, baselines: bool = True) -> list[MethodSpec]:
-    """The evaluation's rows: product defaults, the papers' parameters, tuned settings, baselines."""
-    spots, simhash = FeatureConfig(method="spotsigs"), FeatureConfig(method="simhash")
-    specs = [
-        MethodSpec("spotsigs", "product", "SpotSigs, tau 0.4, containment fallback 0.7 (the default)",
-                   spots, NearSettings(method="spotsigs")),
-        MethodSpec("spotsigs-paper", "paper", "SpotSigs as the paper runs it: multiset Jaccard >= 0.4 only",
-                   spots, NearSettings(method="spotsigs", spotsigs_min_containment=None, spotsigs_min_signatures=4)),
-        MethodSpec("hybrid", "product", "SpotSigs; when it finds nothing, the nearest Simhash within k=3",
-                   FeatureConfig(method="hybrid"), NearSettings(method="hybrid")),
-        MethodSpec("simhash", "paper", "Simhash 64-bit, tf-idf words, Hamming <= 3 (paper, product default)",
-                   simhash, NearSettings(method="simhash")),
-        MethodSpec("simhash-k8", "tuned", "Simhash 64-bit, Hamming <= 8 (best k on this benchmark)",
-                   simhash, NearSettings(method="simhash", simhash_max_distance=8)),
-        MethodSpec("esimhash", "paper", "E-Simhash 128-bit, W_t 90, Hamming <= 10 (paper, product default)",
-                   FeatureConfig(method="esimhash"), NearSettings(method="esimhash")),
-        MethodSpec("esimhash-k16", "tuned", "E-Simhash 128-bit, Hamming <= 16",
-                   FeatureConfig(method="esimhash"), NearSettings(method="esimhash", esimhash_max_distance=16)),
-        MethodSpec("dwdcs", "paper", "DWDCS l=30, p=20, cosine > 0.9, variance < 0.01 (paper, product default)",
-                   FeatureConfig(method="dwdcs"), NearSettings(method="dwdcs")),
-        MethodSpec("dwdcs-cos0.8", "tuned", "DWDCS, cosine > 0.8, variance < 0.02",
-                   FeatureConfig(method="dwdcs"), NearSettings(method="dwdcs", dwdcs_cosine=0.8, dwdcs_max_variance=0.02)),
-    ]
-    if baselines:
-        from newsdedup.evaluation import baselines as base
+def describe(near: NearSettings) -> str:
+    """The parameters of a product row, in words."""
+    if near.method in ("spotsigs", "hybrid"):
+        containment = near.spotsigs_min_containment
+        text = (f"tau {near.spotsigs_tau}, containment fallback "
+                f"{f'{containment} (from {near.spotsigs_containment_min_spots} spots)' if containment else 'off'}, "
+                f"junk guard {near.spotsigs_min_signatures} spots")
+        return text + (f"; else the nearest Simhash within k={near.simhash_max_distance}" if near.method == "hybrid" else "")
+    if near.method == "simhash":
+        return f"{near.simhash_bits}-bit, tf-idf words, k={near.simhash_max_distance}"
+    if near.method == "esimhash":
+        return f"128-bit, W_t {near.esimhash_weight_cap:g}, k={near.esimhash_max_distance}"
+    return f"l=30, p=20, cosine > {near.dwdcs_cosine}, variance < {near.dwdcs_max_variance}"
 
-        specs += [
-            MethodSpec("minhash-lsh", "baseline", "datasketch MinHashLSH, char 5-grams, 128 perm, Jaccard 0.5",
-                       baseline=lambda: base.MinHashLSHBaseline(threshold=0.5)),
-            MethodSpec("shingling", "baseline", "word 3-shingles, exact Jaccard >= 0.5 (Broder)",
-                       baseline=lambda: base.ShinglingJaccardBaseline(threshold=0.5)),
-        ]
-        if hasattr(base, "IMatchBaseline"):
-            specs.append(MethodSpec("i-match", "baseline", "I-Match: SHA-1 of the mid-IDF word set",
-                                    baseline=lambda: base.IMatchBaseline()))
+
+def product_specs(method: str, tuned: NearSettings | None = None) -> list[MethodSpec]:
+    """The rows of one product method: its defaults (the paper's, where the product ships them), the paper's
+    parameters where the defaults differ, and ``tuned`` where it differs from both."""
+    config, default = FeatureConfig(method=method), NearSettings(method=method)
+    paper = replace(PAPER[method], method=method) if method in PAPER else default
+    family = "product" if method == DEFAULT_METHOD or method == "hybrid" else "paper"
+    specs = [MethodSpec(method, family, describe(default), config, default)]
+    if paper != default:
+        specs.append(MethodSpec(f"{method}-paper", "paper", describe(paper), config, paper))
+    if tuned is not None and tuned not in (default, paper):
+        specs.append(MethodSpec(f"{method}-tuned", "tuned", describe(tuned), config, tuned))
     return specs
 
 
-def _timed_features(text: str) -> tuple[DocFeatures, float]:
-    """Worker task: the features of ``text`` and the CPU seconds they took."""
-    started = time.process_time()
-    features = analyse_text(text)
-    return features, time.process_time() - started
+def baseline_specs() -> list[MethodSpec]:
+    from newsdedup.evaluation import baselines
+
+    return [
+        MethodSpec("minhash-lsh", "baseline", "datasketch MinHashLSH, char 5-grams, 128 perm, Jaccard 0.5",
+                   baseline=partial(baselines.MinHashLSHBaseline, threshold=0.5)),
+        MethodSpec("shingling", "baseline", "word 3-shingles, exact Jaccard >= 0.5 (Broder)",
+                   baseline=partial(baselines.ShinglingBaseline, threshold=0.5)),
+        MethodSpec("i-match", "baseline", "I-Match: SHA-1 of the mid-IDF word set", baseline=baselines.IMatchBaseline),
+    ]
 
 
 @dataclass
 class MethodRun:
     spec: MethodSpec
-    predicted: dict[Hashable, Hashable]
-    exact: set[Hashable]
+    predicted: dict[Hashable, Hashable]  # doc id -> cluster
+    exact: set[Hashable]  # documents the exact stage caught
     features_ms: float | None
     cluster_ms: float
-    wall_seconds: float
 
 
-def _run_product(spec: MethodSpec, items: Sequence[tuple[Hashable, str]], features: list[tuple[DocFeatures, float]]) -> MethodRun:
-    started = time.perf_counter()
-    dedup = Deduplicator(SinglePassClusterer(make_detector(spec.near)))
-    predicted: dict[Hashable, Hashable] = {}
-    exact: set[Hashable] = set()
-    cpu = time.process_time()
-    for (key, _), (doc_features, _) in zip(items, features):
-        verdict = dedup.process(key, doc_features)
+def _timed_features(text: str) -> tuple[DocFeatures, float]:
+    started = time.process_time()
+    return analyse_text(text), time.process_time() - started
+
+
+def _cluster(spec: MethodSpec, items: Sequence[tuple[Hashable, object]]) -> tuple[dict, set, float]:
+    """One stream through a row: the product's exact stage and Single-Pass, or the baseline."""
+    started = time.process_time()
+    if spec.baseline is not None:
+        return dict(spec.baseline().cluster(items)), set(), time.process_time() - started
+    dedup = Deduplicator(SinglePassClusterer(make_detector(spec.near)), expected=len(items))
+    predicted, exact = {}, set()
+    for key, features in items:
+        verdict = dedup.process(key, features)
         predicted[key] = verdict.cluster_id
         if verdict.status == EXACT_DUPLICATE:
             exact.add(key)
-    cluster_cpu = time.process_time() - cpu
-    n = max(1, len(items))
-    return MethodRun(spec, predicted, exact, 1000 * sum(seconds for _, seconds in features) / n,
-                     1000 * cluster_cpu / n, time.perf_counter() - started)
+    return predicted, exact, time.process_time() - started
 
 
-def _run_baseline(spec: MethodSpec, items: Sequence[tuple[Hashable, str]]) -> MethodRun:
-    started = time.perf_counter()
-    cpu = time.process_time()
-    predicted = dict(spec.baseline().cluster(items))
-    n = max(1, len(items))
-    return MethodRun(spec, predicted, set(), None, 1000 * (time.process_time() - cpu) / n, time.perf_counter() - started)
+class Runner:
+    """Runs rows over streams of ``(id, text)``: each stream through each row from a fresh state.
 
+    Features are computed once per feature configuration over the texts of all streams, by a pool of
+    worker processes kept while the configuration stays the same (the next call may reuse both); the
+    streams and rows are clustered in the same processes.  Use it as a context manager.
+    """
 
-def run_methods(
-    items: Sequence[tuple[Hashable, str]],
-    specs: Sequence[MethodSpec],
-    *,
-    workers: int | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[MethodRun]:
-    """Cluster ``items`` (``(id, text)`` in stream order) with every spec; features once per feature config."""
-    runs: list[MethodRun] = []
-    cache: dict[FeatureConfig, list[tuple[DocFeatures, float]]] = {}
-    for spec in specs:
-        if progress:
-            progress(spec.name)
-        if spec.baseline is not None:
-            runs.append(_run_baseline(spec, items))
-            continue
-        if spec.features not in cache:
-            cache.clear()  # specs sharing a config are listed together; keep one config's features in memory
-            pool = AnalysisPool(spec.features, workers=workers)
-            pool.start()
-            try:
-                cache[spec.features] = list(pool.map(_timed_features, (text for _, text in items)))
-            finally:
-                pool.shutdown()
-        runs.append(_run_product(spec, items, cache[spec.features]))
-    return runs
+    def __init__(self, workers: int | None = None, progress: Callable[[str], None] | None = None) -> None:
+        self.workers, self.progress = workers, progress or (lambda label: None)
+        self._pool: AnalysisPool | None = None
+        self._features: dict[str, tuple[DocFeatures, float]] = {}
 
+    def __enter__(self) -> Runner:
+        return self
 
-def _rate(rate: Rate) -> dict:
-    return {"hits": rate.hits, "total": rate.total, "rate": round(rate.value, 4)}
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def _use(self, config: FeatureConfig) -> AnalysisPool:
+        if self._pool is None or self._pool.config != config:
+            self.__exit__()
+            self._pool, self._features = AnalysisPool(config, workers=self.workers), {}
+            self._pool.start()
+        return self._pool
+
+    def run(self, streams: Sequence[Sequence[tuple[Hashable, str]]], specs: Sequence[MethodSpec]
+            ) -> list[list[MethodRun]]:
+        """``runs[stream][row]``."""
+        runs: list[list[MethodRun]] = [[None] * len(specs) for _ in streams]  # type: ignore[list-item]
+        for config in dict.fromkeys(s.features for s in specs):
+            pool = self._use(config) if config else self._pool or self._use(FeatureConfig(method="simhash"))
+            if config is not None:
+                texts = [t for t in dict.fromkeys(text for stream in streams for _, text in stream)
+                         if t not in self._features]
+                self._features.update(zip(texts, pool.map(_timed_features, texts)))
+            jobs = []
+            for j, stream in enumerate(streams):
+                items = [(key, self._features[text][0] if config else text) for key, text in stream]
+                cost = 1000 * sum(self._features[t][1] for _, t in stream) / max(1, len(stream)) if config else None
+                jobs += [(j, i, spec, cost, pool.submit(_cluster, spec, items))
+                         for i, spec in enumerate(specs) if spec.features == config]
+            for j, i, spec, cost, job in jobs:
+                predicted, exact, seconds = job.result()
+                runs[j][i] = MethodRun(spec, predicted, exact, cost, 1000 * seconds / max(1, len(streams[j])))
+                self.progress(spec.name)
+        return runs
 
 
 def report_row(run: MethodRun, docs: Sequence[Mapping]) -> dict:
-    """One method's scores (JSON-ready): pairwise P/R/F1, recall by kind and edit band, hard-negative
-    false positives, exact-repeat detection and cost."""
-    report = evaluate(docs, run.predicted)
-    # A whitespace-only copy and its original are one exact repeat pair, whichever of the two came first.
+    """One row's figures (JSON-ready): pairwise P/R/F1, recall by kind and edit band, hard negatives merged,
+    the share of whitespace-only copies the exact stage caught, and the cost."""
     original_of = {d["story"]: d["id"] for d in docs if d.get("kind") == "original"}
-    exact_copies = [(d["id"], original_of.get(d["story"])) for d in docs if d.get("kind") == "format"]
-    return {
-        "method": run.spec.name,
-        "family": run.spec.family,
-        "description": run.spec.description,
-        "precision": round(report.overall.precision, 4),
-        "recall": round(report.overall.recall, 4),
-        "f1": round(report.overall.f1, 4),
-        "pairs": {"true": report.overall.true_pairs, "predicted": report.overall.predicted_pairs,
-                  "correct": report.overall.correct_pairs},
-        "negatives_fp_rate": round(report.negatives_fp.value, 4),
-        "negatives_fp": _rate(report.negatives_fp),
-        "fp_by_kind": {k: _rate(v) for k, v in report.fp_by_kind.items()},
-        "recall_by_kind": {k: _rate(v) for k, v in sorted(report.by_kind.items())},
-        "recall_by_band": {k: _rate(report.by_band[k]) for k, _ in EDIT_BANDS if k in report.by_band},
-        # Whitespace-only copies are exact repeats after normalisation: the exact stage's share of them.
-        "exact_detection": (round(sum(1 for copy, original in exact_copies if copy in run.exact or original in run.exact)
-                                  / len(exact_copies), 4)
-                            if exact_copies and run.spec.baseline is None else None),
-        "ms_per_doc": {
-            "features": None if run.features_ms is None else round(run.features_ms, 3),
-            "dedup": round(run.cluster_ms, 3),
-            "total": round((run.features_ms or 0.0) + run.cluster_ms, 3),
-        },
-        "wall_seconds": round(run.wall_seconds, 2),
-    }
+    copies = [(d["id"], original_of.get(d["story"])) for d in docs if d.get("kind") == "format"]
+    exact = (round(sum(c in run.exact or o in run.exact for c, o in copies) / len(copies), 4)
+             if copies and run.spec.baseline is None else None)
+    cost = {"features": run.features_ms and round(run.features_ms, 3), "dedup": round(run.cluster_ms, 3),
+            "total": round((run.features_ms or 0.0) + run.cluster_ms, 3)}
+    return {"method": run.spec.name, "family": run.spec.family, "description": run.spec.description,
+            **evaluate(docs, run.predicted).as_dict(), "exact_detection": exact, "ms_per_doc": cost}
 
+
+def _merit(report: Report, bonus: float = 0.0) -> tuple[bool, float]:
+    overall = report.overall
+    return overall.precision >= MIN_PRECISION and report.negatives_fp.value <= MAX_NEGATIVES_MERGED, overall.f1 + bonus
+
+
+def tune(runner: Runner, docs: Sequence[Mapping], method: str) -> tuple[NearSettings, list[dict]]:
+    """The parameters of ``method`` that score best on ``docs`` (the tune split), and every setting tried.
+
+    Coordinate ascent over :data:`TUNING_GRID` from the shipped defaults: each parameter in turn takes the
+    value of highest F1 among settings with precision >= :data:`MIN_PRECISION` and at most
+    :data:`MAX_NEGATIVES_MERGED` of the hard negatives merged (highest F1 when none passes), keeping its
+    current value unless another gains more than :data:`MIN_GAIN`; rounds repeat until no parameter moves.
+    """
+    stream = [(d["id"], d["text"]) for d in docs]
+    scores: dict[NearSettings, Report] = {}
+    best = NearSettings(method=method)
+    for _ in range(4):
+        start = best
+        for field, values in TUNING_GRID[method].items():
+            candidates = [replace(best, **{field: value}) for value in values]
+            todo = [near for near in dict.fromkeys(candidates) if near not in scores]
+            specs = [MethodSpec("tuning", "tuned", describe(near), FeatureConfig(method=method), near) for near in todo]
+            for near, run in zip(todo, runner.run([stream], specs)[0]):
+                scores[near] = evaluate(docs, run.predicted)
+            best = max(candidates, key=lambda near: _merit(scores[near], MIN_GAIN if near == best else 0.0))
+        if best == start:
+            break
+    tried = [{"settings": describe(near), "chosen": near == best,
+              **{k: v for k, v in scores[near].as_dict().items() if k in ("precision", "recall", "f1", "negatives_fp")}}
+             for near in scores]
+    return best, tried
