@@ -142,6 +142,7 @@ class PostgresServer(LocalServer):
 
     def __init__(self, directory: Path | None = None) -> None:
         super().__init__(Path(directory or tempfile.mkdtemp(prefix="newsdedup-pg-")))
+        self.directory.mkdir(parents=True, exist_ok=True)
         bindir = postgres_bindir()
         data = self.directory / "data"
         user = {}
@@ -184,23 +185,35 @@ class PostgresServer(LocalServer):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m newsdedup.servers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", type=Path, default=None, help="where the servers keep their data (default: a temporary folder)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="where the servers keep their data (default: a temporary folder; as root, nobody must "
+                             "be able to enter it: PostgreSQL runs as nobody)")
     args = parser.parse_args(argv)
-    base = args.dir or Path(tempfile.mkdtemp(prefix="newsdedup-servers-"))
+    base = args.dir
+    if base is None:
+        base = Path(tempfile.mkdtemp(prefix="newsdedup-servers-"))
+        base.chmod(0o755)  # as root, PostgreSQL runs as nobody, who must reach its folder inside
     base.mkdir(parents=True, exist_ok=True)
     redis_server = RedisServer(base / "redis")
     postgres = PostgresServer(base / "postgres")
     uri = postgres.create_database("newsdedup")
-    print(f"REDIS_URL={redis_server.url}\nNEWSDEDUP_STORAGE_URI={uri}\n(Ctrl-C stops both and removes their data)",
+    print(f"NEWSDEDUP_REDIS_URL={redis_server.url}\nNEWSDEDUP_STORAGE_URI={uri}\n(Ctrl-C stops both and removes their data)",
           flush=True)
+    # SIGTERM ends it like Ctrl-C. (Blocking the signals and sigwait() would be neater, but the servers started
+    # above would inherit the blocked mask and ignore the SIGTERM that stops them.)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
     finally:
         postgres.stop()
         redis_server.stop()
+        if args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
     return 0
 
 
 if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     raise SystemExit(main())
