@@ -232,7 +232,7 @@ def test_bad_uris_name_the_fix(uri):
 def test_an_unreachable_server_or_a_foreign_database_is_one_line_naming_it(postgres):
     import psycopg
 
-    with pytest.raises(StoreError, match=r"postgresql://news@127.0.0.1:1/x: cannot connect") as caught:
+    with pytest.raises(StoreError, match=r"PostgreSQL postgresql://news@127.0.0.1:1/x: cannot connect") as caught:
         open_store("postgresql://news:secret@127.0.0.1:1/x").open()
     assert "secret" not in str(caught.value)
     uri = postgres.create_database()

@@ -123,8 +123,8 @@ class PostgresStore(SQLStore):
             conn = psycopg.connect(self.uri, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise StoreError(
-                f"{self.name}: cannot connect ({' '.join(str(exc).split())}); check the server, the URI and the "
-                "user's rights"
+                f"PostgreSQL {self.name}: cannot connect ({' '.join(str(exc).split())}); check the server, the URI "
+                "and the user's rights"
             ) from None
         try:
             self._create_or_check_schema(conn)
