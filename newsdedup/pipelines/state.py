@@ -18,6 +18,7 @@ logs the closing summary (:mod:`newsdedup.runstats`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 
@@ -27,8 +28,9 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import BaseSettings
 
 from newsdedup import options, retention, runstats
-from newsdedup.analysis import AnalysisPool, ExtractOptions
+from newsdedup.analysis import AnalysisPool, ExtractOptions, PageSkipped
 from newsdedup.dedup.engine import ExactRef, ExactStage
+from newsdedup.items import FetchFailure
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
@@ -38,6 +40,13 @@ from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError, Stor
 from newsdedup.verdict import ExitCode, RunFacts, judge
 
 logger = logging.getLogger(__name__)
+
+# Per-site counters of what a process requested itself (and its failed and skipped pages, counted as it publishes
+# them). In a distributed crawl each process shares its own in Redis, and judges the run's sites on every process's
+# sum: one process's share of a small site's requests is too small a sample (one 404 among four requests is 25%),
+# and links found by one process are fetched by another. Stored pages are counted by the writer that stored them.
+_CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
+               runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
 _STATE_ATTRIBUTE = "_newsdedup_state"
 
@@ -191,8 +200,16 @@ class CrawlState:
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
 
     def publish(self, entry) -> None:
-        """Hand an analysed page (or a failed fetch) to the run's writer, through the stream."""
+        """Hand an analysed page (or a failed fetch) to the run's writer, through the stream.
+
+        A failed fetch or a skipped page counts in this process's per-site stats now: each process's verdict
+        judges the requests it made itself (its share of failed requests, its pages not processed), not the
+        writer's commits, which are every process's."""
         self.stream.publish(entry)
+        if isinstance(entry, FetchFailure):
+            self.crawler.stats.inc_value(runstats.site_key(entry.site, f"failed/{entry.kind}"))
+        elif isinstance(entry[1], PageSkipped):
+            self.crawler.stats.inc_value(runstats.site_key(entry[0].site, f"skipped/{entry[1].reason}"))
 
     async def _heartbeat(self) -> None:
         from newsdedup.distributed import HEARTBEAT
@@ -207,7 +224,9 @@ class CrawlState:
     def _beat(self) -> None:
         engine = self.crawler.engine
         idle = engine is not None and engine.spider is not None and engine.spider_is_idle()
-        self.run.beat(busy=not idle, keep=getattr(self.run, "keep", ()))
+        # The counters before the busy flag: a process seen idle has shared its final counters.
+        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
+        self.run.beat(busy=not idle, keep=[*getattr(self.run, "keep", ()), self.run.key("sites")])
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
         if idle:
@@ -215,6 +234,22 @@ class CrawlState:
             # process may have queued requests, or the run may be done (the last page committed). Look now: a
             # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
             engine._slot.nextcall.schedule()  # noqa: SLF001 - no public way to wake an idle engine
+
+    def _own_site_counters(self) -> dict[str, int]:
+        counters = {}
+        for key, value in self.crawler.stats.get_stats().items():
+            if key.startswith(runstats.SITE_PREFIX) and isinstance(value, int):
+                what = key[len(runstats.SITE_PREFIX):].split("/", 1)[-1]
+                if what in _CRAWL_SIDE or what.startswith(("failed/", "skipped/")):
+                    counters[key] = value
+        return counters
+
+    def _add_other_processes_site_counters(self) -> None:
+        """Every other process's shared counters into this one's stats: the summary and verdict are the run's."""
+        for worker, counters in self.run.client.hgetall(self.run.key("sites")).items():
+            if worker.decode() != self.run.worker:
+                for key, value in json.loads(counters).items():
+                    self.crawler.stats.inc_value(key, value)
 
     def _queued(self) -> int:
         return self.run.client.zcard(self.run.key("requests"))
@@ -259,9 +294,16 @@ class CrawlState:
         stats = self.crawler.stats
         not_saved = self.store.pending_count()
         for (site, what), count in self.store.committed.items():
+            if self.run is not None and what.startswith(("skipped/", "failed/")):
+                continue  # a distributed crawl's process counts its own (publish()); the writer commits everyone's
             stats.set_value(runstats.site_key(site, what), count)
         for site, count in self.lost.items():
             stats.set_value(runstats.site_key(site, runstats.LOST), count)
+        if self.run is not None:
+            try:
+                self._add_other_processes_site_counters()
+            except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
+                logger.exception("distributed crawl: the other processes' counters could not be read")
         sites = [s.name for s in getattr(spider, "sites", ())] or runstats.sites_in(stats.get_stats())
         tallies = runstats.tallies_of(stats.get_stats(), sites)
         had_links = {t.site: self.store.site_had_article_links(t.site) for t in tallies
