@@ -9,6 +9,7 @@ as new twice, the same clusters as a single-process run, and nothing lost when a
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -105,8 +106,10 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
         served_once = dict(server.requests_served)
 
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-        # Few requests at a time, so that both processes take part in a site this small.
-        texts = finish(start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS=2"), logs)
+        # Few requests at a time, a quarter second apart, so that both processes take part in a site this small
+        # (the second starts up to a second or two after the first).
+        texts = finish(start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS=2",
+                                     "-s", "DOWNLOAD_DELAY=0.25", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False"), logs)
         for path in day1["new_article_pages"]:  # the shared request filter: each page fetched once by the two
             assert server.requests_served[path] - served_once[path] == 1, path
 
@@ -117,6 +120,11 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
     assert [r["status"] for r in rows].count("unique") == day1["unique"]
     assert partition(rows) == partition(single)
     assert all(stat(text, "item_scraped_count") > 0 for text in texts), "one process did all the work"
+    # Each process's summary and verdict are the run's: its per-site counters include the other's fetches.
+    fetched = [{site: stat(text, f"newsdedup/site/{site}/fetched") for site in re.findall(
+        r"'newsdedup/site/([^/']+)/fetched'", text)} for text in texts]
+    assert fetched[0] == fetched[1]
+    assert sum(fetched[0].values()) == sum(stat(text, "newsdedup/crawl/article_pages") for text in texts)
     assert sum("is the writer now" in text for text in texts) >= 1
 
 
