@@ -76,15 +76,18 @@ for _, worker in ipairs(live) do
 end
 return busy
 """
-# Leave the run; the last live process ends it, so the next start opens a new run at once.
+# Leave the run; the last busy process ends it, so the next start opens a new run at once. Idle processes do not
+# keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
+# the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
 _LEAVE = """
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-if redis.call('ZCOUNT', KEYS[2], ms - tonumber(ARGV[3]), '+inf') == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
-    redis.call('DEL', KEYS[1])
+for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[3]), '+inf')) do
+    if redis.call('HGET', KEYS[3], worker) == '1' then return 0 end
 end
+if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end
 return 1
 """
 
