@@ -1,9 +1,10 @@
 """Crawl throughput: the full newsdedup pipeline against Scrapy alone and a naive in-reactor pipeline.
 
-    python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data]
+    python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data] [--small]
 
-Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in a portal template with
-navigation, ads and related-reading blocks) plus list pages, serves it
+Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in real portal pages of the
+shared data, 90-250 KB, whose article the evaluation's shell maker replaced; with ``--small``, in a 5 KB portal
+template with navigation, ads and related-reading blocks) plus list pages, serves it
 with ``http.server`` from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
 engine with the project's settings (no delays, no robots.txt), each in a fresh process:
 
@@ -29,8 +30,11 @@ import subprocess
 import sys
 import tempfile
 from functools import partial
+from itertools import count
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from newsdedup.evaluation.pages import load_shells, render_page
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title} - 本地新闻网</title>
@@ -65,8 +69,8 @@ class NaivePipeline:
         return item
 
 
-def build_site(root: Path, pages: int, data_dir: Path) -> int:
-    """Article pages under a/, list pages of 50 links under list/; returns the number of list pages."""
+def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False) -> tuple[int, float]:
+    """Article pages under a/, list pages of 50 links under list/; returns (list pages, mean article KB)."""
     path = data_dir / "sina-news-2018" / "articles.jsonl.gz"
     if not path.is_file():
         raise SystemExit(f"{path} not found: pass --data pointing at the shared data folder")
@@ -76,19 +80,26 @@ def build_site(root: Path, pages: int, data_dir: Path) -> int:
     texts = [texts[rng.randrange(len(texts))] for _ in range(pages)]
     (root / "a").mkdir(parents=True)
     (root / "list").mkdir()
+    shells = [] if small else [s for s in load_shells(data_dir)[0]
+                               if 90_000 <= s.source_bytes <= 250_000 and s.encoding == "utf-8"]
+    size = 0
     for i, (title, text) in enumerate(texts):
-        related = "".join(f'<li><a href="/a/{(i + k) % pages}.html">{html.escape(texts[(i + k) % pages][0])}</a></li>'
-                          for k in (1, 2, 3))
-        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n") if p.strip())
-        (root / "a" / f"{i}.html").write_text(PAGE.format(title=html.escape(title), paragraphs=paragraphs,
-                                                         related=related), encoding="utf-8")
+        if shells:
+            body = render_page(shells[i % len(shells)], title=title, text=text)
+        else:
+            related = "".join(f'<li><a href="/a/{(i + k) % pages}.html">{html.escape(texts[(i + k) % pages][0])}</a></li>'
+                              for k in (1, 2, 3))
+            paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n") if p.strip())
+            body = PAGE.format(title=html.escape(title), paragraphs=paragraphs, related=related).encode("utf-8")
+        (root / "a" / f"{i}.html").write_bytes(body)
+        size += len(body)
     lists = (pages + 49) // 50
     for n in range(lists):
         links = "".join(f'<li><a href="/a/{i}.html">第{i}篇</a></li>' for i in range(50 * n, min(pages, 50 * n + 50)))
         (root / "list" / f"{n}.html").write_text(f'<html><head><meta charset="utf-8"></head><body><ul>{links}</ul>'
                                                  f'<a href="/list/{(n + 1) % lists}.html">下一页</a></body></html>',
                                                  encoding="utf-8")
-    return lists
+    return lists, size / pages / 1000
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -96,35 +107,68 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a crawl that opens connections faster than the server's one
+    # accepting thread takes them overflows it, the kernel drops the SYN and the client waits the 1 s SYN
+    # retransmission timeout (README.md, *Speed*). Real servers (nginx: 511) take more.
+    request_queue_size = 128
+
+
 def serve(root: str, ports) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=root))
+    server = Server(("127.0.0.1", 0), partial(QuietHandler, directory=root))
     ports.put(server.server_address[1])
     server.serve_forever()
 
 
-def crawl(name: str, sites_file: Path, workdir: Path, round_number: int) -> dict:
-    """Crawl once in a fresh process into a new store (an old one would skip every page); Scrapy's final stats."""
-    stats_file = workdir / f"{name}.{round_number}.stats.json"
-    overrides = {"NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.sqlite'}", "DOWNLOAD_DELAY": 0,
-                 "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 16,
-                 "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
-                 "DEPTH_LIMIT": 0, **CONFIGS[name]}
+_crawls = count(1)
+
+
+def start_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1, **overrides) -> tuple:
+    """Start a crawl in a fresh process with the project's settings, ``CONFIGS[name]`` and ``overrides`` (by
+    default into a new SQLite store: an old one would skip every page); returns (process, stats file)."""
+    stats_file = workdir / f"{name}.{round_number}.{next(_crawls)}.stats.json"
+    settings = {"NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.sqlite'}", "DOWNLOAD_DELAY": 0,
+                "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 16,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
+                "DEPTH_LIMIT": 0, **CONFIGS.get(name, {}), **overrides}
     code = f"""
-import json, sys
+import json, sys, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from scrapy.crawler import CrawlerProcess
 from scrapy.settings import Settings
 settings = Settings(); settings.setmodule("newsdedup.settings", priority="project")
-settings.setdict(json.loads({json.dumps(json.dumps(overrides))}), priority="cmdline")
+settings.setdict(json.loads({json.dumps(json.dumps(settings))}), priority="cmdline")
 process = CrawlerProcess(settings)
 crawler = process.create_crawler("portal")
 process.crawl(crawler, sites={str(sites_file)!r})
 process.start()
-open({str(stats_file)!r}, "w").write(json.dumps({{k: v for k, v in crawler.stats.get_stats().items()
-                                                  if isinstance(v, (int, float, str))}}))
+stats = {{k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}}
+stats["cpu_seconds"] = time.process_time()  # this process's own CPU (worker processes not included)
+open({str(stats_file)!r}, "w").write(json.dumps(stats))
 """
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+    return subprocess.Popen([sys.executable, "-c", code], cwd=REPO), stats_file
+
+
+def finish_one(process: subprocess.Popen, stats_file: Path) -> dict:
+    """Scrapy's final stats of a crawl :func:`start_one` started."""
+    if process.wait() != 0:
+        raise SystemExit(f"a crawl failed (exit status {process.returncode})")
     return json.loads(stats_file.read_text())
+
+
+def serve_site(pages: int, data: Path, *, small: bool = False) -> tuple:
+    """Build the site in a new folder and serve it from another process: (workdir, sites file, server)."""
+    workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
+    lists, page_kb = build_site(workdir / "site", pages, data, small=small)
+    print(f"{pages} article pages, {page_kb:.0f} KB on average", flush=True)
+    ports = multiprocessing.Queue()
+    server = multiprocessing.Process(target=serve, args=(str(workdir / "site"), ports), daemon=True)
+    server.start()
+    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
+    sites_file = workdir / "sites.toml"
+    sites_file.write_text(f'[[site]]\nname = "bench"\nstart_urls = [{", ".join(f"{base}/list/{n}.html" for n in range(lists))}]\n'
+                          f'allowed_domains = ["127.0.0.1"]\narticle_url_pattern = \'{base}/a/\\d+\\.html\'\n', encoding="utf-8")
+    return workdir, sites_file, server
 
 
 def main() -> None:
@@ -133,21 +177,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times, interleaved")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
+    parser.add_argument("--small", action="store_true", help="5 KB template pages instead of real-size portal pages")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
-    lists = build_site(workdir / "site", args.pages, args.data)
-    ports = multiprocessing.Queue()
-    server = multiprocessing.Process(target=serve, args=(str(workdir / "site"), ports), daemon=True)
-    server.start()
-    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
-    sites_file = workdir / "sites.toml"
-    sites_file.write_text(f'[[site]]\nname = "bench"\nstart_urls = [{", ".join(f"{base}/list/{n}.html" for n in range(lists))}]\n'
-                          f'allowed_domains = ["127.0.0.1"]\narticle_url_pattern = \'{base}/a/\\d+\\.html\'\n', encoding="utf-8")
+    workdir, sites_file, server = serve_site(args.pages, args.data, small=args.small)
     rates: dict[str, list[float]] = {name: [] for name in args.configs.split(",")}
     try:
         for round_number in range(1, args.rounds + 1):
             for name in rates:
-                stats = crawl(name, sites_file, workdir, round_number)
+                stats = finish_one(*start_one(name, sites_file, workdir, round_number))
                 pages, seconds = stats.get("newsdedup/crawl/article_pages", 0), stats["elapsed_time_seconds"]
                 rates[name].append(pages / seconds)
                 print(f"round {round_number}  {name:12s} {pages:5d} pages in {seconds:7.2f} s = {pages / seconds:7.1f} "

@@ -11,6 +11,11 @@ With a retention window (``NEWSDEDUP_RETENTION_DAYS``) the Bloom filter holds on
 within it; a link it has not seen is looked up in the store, so older articles are not fetched again
 either (see :mod:`newsdedup.retention`).
 
+A distributed crawl (``NEWSDEDUP_REDIS_URL``) uses :class:`SharedArticlesDupeFilter` instead: the article URLs
+handled for good are in Redis (:class:`newsdedup.distributed.UrlFilter`, written by the one writer after each
+commit), a link Redis does not know is looked up in the store, and within a run scrapy-redis's ``SADD`` filter,
+shared by the run's processes, keeps two of them from fetching one page.
+
 Within a run Scrapy's fingerprint filter still applies, but in memory only, also with ``JOBDIR``:
 Scrapy would write every scheduled request to ``requests.seen`` as it is scheduled, and after a
 ``kill -9`` that file names pages whose results were never committed (so a resumed job would never
@@ -25,6 +30,11 @@ import logging
 from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
+
+try:  # the redis extra: the distributed crawl only
+    from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
+except ImportError:  # pragma: no cover - without it NEWSDEDUP_REDIS_URL is refused before the crawl starts
+    RedisRFPDupeFilter = object
 
 from newsdedup import options, retention, runstats
 from newsdedup.dedup.bloom import BoundedBloomFilter
@@ -41,7 +51,37 @@ def url_key(url: str) -> str:
     return canonicalize_url(url)
 
 
-class SeenArticlesDupeFilter(RFPDupeFilter):
+class _KnownArticles:
+    """What both filters do with a request the spider marked as an article: known -> not fetched, counted."""
+
+    crawler = None
+
+    def _known_article(self, request: Request) -> bool:
+        raise NotImplementedError
+
+    def _filter_article(self, request: Request, seen_in_run) -> bool | None:
+        """True: known from an earlier run (filtered and counted); None: not an article or not known."""
+        if not request.meta.get(ARTICLE_META_KEY) or not self._known_article(request):
+            return None
+        self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
+        site = request.meta.get(SITE_META_KEY)
+        if site and not seen_in_run(request):  # count each known link once per site
+            self.crawler.stats.inc_value(runstats.site_key(site, runstats.KNOWN))
+        return True
+
+    def request_seen(self, request: Request) -> bool:
+        if self._filter_article(request, super().request_seen):  # type: ignore[misc] - the filter class's
+            return True
+        return super().request_seen(request)  # type: ignore[misc]
+
+    def _known_before_window(self, store, request: Request) -> bool:
+        if store is not None and store.knows_url(request.url):
+            self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
+            return True
+        return False
+
+
+class SeenArticlesDupeFilter(_KnownArticles, RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler):
         # No job directory: nothing about this run's requests is written to requests.seen (module doc).
@@ -76,22 +116,45 @@ class SeenArticlesDupeFilter(RFPDupeFilter):
         self.crawler.stats.set_value("newsdedup/urlfilter/known", len(urls))
         logger.info("URL filter: %d article pages known from earlier runs", len(urls))
 
-    def request_seen(self, request: Request) -> bool:
-        if self.seen_articles is not None and request.meta.get(ARTICLE_META_KEY):
-            known = url_key(request.url) in self.seen_articles
-            if not known and self.store is not None and self.store.knows_url(request.url):
-                known = True  # handled before the retention window
-                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
-            if known:
-                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
-                site = request.meta.get(SITE_META_KEY)
-                if site and not super().request_seen(request):  # count each known link once per site
-                    self.crawler.stats.inc_value(runstats.site_key(site, runstats.KNOWN))
-                return True
-        return super().request_seen(request)
+    def _known_article(self, request: Request) -> bool:
+        if self.seen_articles is None:
+            return False
+        # A link the Bloom filter has not seen may have been handled before the retention window.
+        return url_key(request.url) in self.seen_articles or self._known_before_window(self.store, request)
 
     def close(self, reason: str) -> None:
         if self.store is not None:
             self.store.close()
             self.store = None
         return super().close(reason)
+
+
+class SharedArticlesDupeFilter(_KnownArticles, RedisRFPDupeFilter):
+    """The distributed crawl's filter: articles handled for good (Redis, then the store), then scrapy-redis's
+    per-run ``SADD`` filter (its return value is the atomic "seen" check across the run's processes)."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        from newsdedup.distributed import UrlFilter
+        from newsdedup.scheduler import run_of
+
+        run = run_of(crawler)
+        dupefilter = cls(run.client, key=None, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        dupefilter.crawler = crawler
+        dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
+        dupefilter.urls = UrlFilter(run.client, run.prefix, retention_days=retention.retention_days(crawler.settings))
+        dupefilter.store = None
+        return dupefilter
+
+    def open(self) -> None:
+        self.store = open_store(self.storage_uri)
+        self.store.open()
+
+    def _known_article(self, request: Request) -> bool:
+        return url_key(request.url) in self.urls or self._known_before_window(self.store, request)
+
+    def close(self, reason: str = "") -> None:
+        """Keeps the shared key (the run's other processes use it; it expires with the run)."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None

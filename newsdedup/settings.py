@@ -44,6 +44,9 @@ DEFAULT_DROPITEM_LOG_LEVEL = "INFO"
 
 # Article URLs fetched by an earlier run are not fetched again (start and list pages always are).
 DUPEFILTER_CLASS = "newsdedup.dupefilter.SeenArticlesDupeFilter"
+# With NEWSDEDUP_REDIS_URL set, this add-on makes the crawl a worker of a distributed crawl on scrapy-redis
+# (its scheduler and request filter; README.md, *More than one machine*). Without it, it does nothing.
+ADDONS = {"newsdedup.scheduler.DistributedAddon": 0}
 
 ITEM_PIPELINES = {
     "newsdedup.pipelines.failures.FailurePipeline": 50,
@@ -54,6 +57,9 @@ ITEM_PIPELINES = {
 }
 
 NEWSDEDUP_STORAGE_URI = "sqlite:///newsdedup.sqlite"
+# A distributed crawl: every process with the same Redis and store is a worker of one crawl (None: one machine).
+NEWSDEDUP_REDIS_URL = None
+NEWSDEDUP_REDIS_PREFIX = "newsdedup"  # key prefix: two deployments can share one Redis with different prefixes
 NEWSDEDUP_STORAGE_BATCH_SIZE = 100
 # Seconds SQLite waits for another process's write lock before an attempt fails, and how many more
 # attempts a commit gets (1 s, 2 s, 4 s... apart) before its records count as not saved.

@@ -148,22 +148,27 @@ def check_crash_consistency(site: FaultSite, db, *, complete: bool) -> None:
     elif not found:
         return  # killed before anything was committed
     with sqlite3.connect(db) as conn:
-        articles = conn.execute("SELECT url, status, duplicate_of, cluster_id, id FROM articles").fetchall()
-        repeats = conn.execute("SELECT url, repeat_of FROM repeats").fetchall()
+        check_story_rows(conn, _story)
+
+
+def check_story_rows(conn, story) -> None:
+    """On an open store connection (SQLite or PostgreSQL): no story (``story(path)``) stored as new twice,
+    every near duplicate and repeat pointing into its own story's cluster."""
+    articles = conn.execute("SELECT url, status, duplicate_of, cluster_id, id FROM articles").fetchall()
+    repeats = conn.execute("SELECT url, repeat_of FROM repeats").fetchall()
     by_story: dict[int, list[str]] = defaultdict(list)
     cluster_story = {}
     for url, status, duplicate_of, cluster_id, article_id in articles:
-        story = _story(urlsplit(url).path)
         if status == "unique":
-            by_story[story].append(url)
-            cluster_story[article_id] = story
+            by_story[story(urlsplit(url).path)].append(url)
+            cluster_story[article_id] = story(urlsplit(url).path)
     assert all(len(urls) == 1 for urls in by_story.values()), {s: u for s, u in by_story.items() if len(u) > 1}
     for url, status, duplicate_of, cluster_id, _ in articles:
         if status != "unique":
-            assert _story(urlsplit(duplicate_of).path) == _story(urlsplit(url).path), (url, duplicate_of)
-            assert cluster_story[cluster_id] == _story(urlsplit(url).path), (url, cluster_id)
+            assert story(urlsplit(duplicate_of).path) == story(urlsplit(url).path), (url, duplicate_of)
+            assert cluster_story[cluster_id] == story(urlsplit(url).path), (url, cluster_id)
     for url, repeat_of in repeats:
-        assert _story(urlsplit(repeat_of).path) == _story(urlsplit(url).path), (url, repeat_of)
+        assert story(urlsplit(repeat_of).path) == story(urlsplit(url).path), (url, repeat_of)
 
 
 def test_kill_9_at_five_random_moments_then_the_same_command_loses_nothing_and_stores_nothing_twice(tmp_path):

@@ -1,4 +1,5 @@
-"""`newsdedup export` filters (--since, --site, --status, --cluster, --fields) and --incremental."""
+"""`newsdedup export` filters (--since, --site, --status, --cluster, --fields) and --incremental, on SQLite and
+PostgreSQL (part of the store contract)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import pytest
 
 from local_site import newsdedup
+from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 from newsdedup.dedup.status import NEAR_DUPLICATE
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
@@ -24,20 +26,19 @@ def _article(store, url, fetched, **extra):
 
 
 @pytest.fixture()
-def db(tmp_path):
-    path = tmp_path / "news.sqlite"
-    with open_store(f"sqlite:///{path}") as store:
+def db(store_uri):
+    with open_store(store_uri) as store:
         first = _article(store, "http://a/1", "2026-11-10T00:00:00+00:00")
         _article(store, "http://b/1", "2026-11-20T00:00:00+00:00", status=NEAR_DUPLICATE, duplicate_of=first.url,
                  cluster_id=first.id, similarity=0.8)
         _article(store, "http://a/2", "2026-11-21T00:00:00+00:00")
         store.add_repeat(RepeatRecord("http://c/1", "c", "转", None, None, None, None, "2026-11-22T00:00:00+00:00",
                                       first.fingerprint, first.url))
-    return path
+    return store_uri
 
 
 def export(db, *args):
-    result = newsdedup("export", "--storage", f"sqlite:///{db}", *args)
+    result = newsdedup("export", "--storage", db, *args)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
 
@@ -65,7 +66,7 @@ def test_filters_combine(db):
     (("--since", "last week"), "not a date or time"),
 ])
 def test_bad_filters_are_one_line_errors(db, args, message):
-    result = newsdedup("export", "--storage", f"sqlite:///{db}", *args)
+    result = newsdedup("export", "--storage", db, *args)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
@@ -73,7 +74,7 @@ def test_incremental_exports_only_what_is_new_per_consumer(db):
     first, _ = export(db, "--incremental")
     assert len(first) == 4
     assert export(db, "--incremental")[0] == []
-    with open_store(f"sqlite:///{db}") as store:  # the next crawl stores more
+    with open_store(db) as store:  # the next crawl stores more
         _article(store, "http://d/1", "2026-11-23T00:00:00+00:00")
         store.add_repeat(RepeatRecord("http://e/1", "e", "转", None, None, None, None, "2026-11-23T00:00:01+00:00",
                                       b"http://a/2", "http://a/2"))

@@ -13,6 +13,7 @@ from newsdedup.origin import FETCHED, PUBLISHED, PUBLISHED_DAY, date_of, earlies
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
 from newsdedup.storage.sqlite import SCHEMA_VERSION, SQLiteStore
+from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 
 FETCH = "2026-11-16T06:00:00+00:00"  # 14:00 China time
 
@@ -70,8 +71,8 @@ def _repeat(url, published, fetched, repeat_of, fingerprint):
     return RepeatRecord(url, url.split("/")[2], "转载", published, None, None, None, fetched, fingerprint, repeat_of)
 
 
-def test_origin_moves_to_an_earlier_copy_that_arrives_later_near_or_exact(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_origin_moves_to_an_earlier_copy_that_arrives_later_near_or_exact(store_uri):
+    uri = store_uri
     with open_store(uri, batch_size=1) as store:
         # A reprint published at 10:15 is fetched first and heads the cluster.
         copy = _article(store, "http://b.example/copy", "2026-11-16T10:15:00+08:00", "2026-11-16T03:00:00+00:00")
@@ -98,7 +99,8 @@ def test_origin_moves_to_an_earlier_copy_that_arrives_later_near_or_exact(tmp_pa
         (record, members), = list(store.iter_clusters())
         assert [m.url for m in members] == ["http://c.example/earliest", original.url, copy.url,
                                            "http://d.example/undated"]
-    check_store_consistent(tmp_path / "db.sqlite")
+    if uri.startswith("sqlite:///"):
+        check_store_consistent(uri[len("sqlite:///"):])
 
 
 def test_a_future_date_does_not_make_a_copy_the_origin(tmp_path):
@@ -136,8 +138,8 @@ def test_a_version_2_database_gets_dates_and_cluster_origins(tmp_path):
     check_store_consistent(path)
 
 
-def test_windowed_reads_keep_active_clusters_and_recent_urls_only(tmp_path):
-    with open_store(f"sqlite:///{tmp_path / 'db.sqlite'}") as store:
+def test_windowed_reads_keep_active_clusters_and_recent_urls_only(store_uri):
+    with open_store(store_uri) as store:
         old = _article(store, "http://a.example/old", None, "2026-09-01T00:00:00+00:00", fingerprint=b"old")
         store.add_article(old)
         # An old story still being reprinted this month stays active; its centre stays in the index.

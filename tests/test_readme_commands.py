@@ -29,6 +29,17 @@ ELSEWHERE = {
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",
     "scrapyd-deploy": "tests/test_schedules.py",
     "curl http://127.0.0.1:6800": "tests/test_schedules.py",
+    # More than one machine: setting up the servers of a distributed crawl, and its workers.
+    "apt-get install -y redis-server": "installs a server; tests/test_distributed.py starts the same binaries",
+    "apt-get install -y postgresql": "installs a server; tests/test_distributed.py starts the same binaries",
+    "printf 'bind": "configures the system's Redis (root, a private network)",
+    "echo \"listen_addresses": "configures the system's PostgreSQL",
+    "echo \"host newsdedup": "configures the system's PostgreSQL",
+    "systemctl restart": "restarts a system service",
+    "sudo -u postgres": "creates the role and database on the system's PostgreSQL; the tests create theirs on "
+    "a throw-away server (newsdedup.servers)",
+    "for i in 1 2 3; do scrapy crawl portal": "tests/test_distributed.py runs 2 such workers against a local portal",
+    "python -m newsdedup.servers": "runs until Ctrl-C; tests/server_fixtures.py starts the same servers",
 }
 
 

@@ -1,5 +1,6 @@
-"""SQLite store: schema, batching, durability of committed batches under kill -9, idempotent re-runs, a busy
-database, the run lock, retry state, migrations."""
+"""The store contract, on SQLite and PostgreSQL alike (``store_uri``): schema, batching, durability of committed
+batches under kill -9, idempotent re-runs, a busy database, the run lock, retry state; then what only one backend
+has (SQLite's WAL file and migrations, PostgreSQL's refusal of foreign tables)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,18 @@ import sys
 
 import pytest
 
-from newsdedup.storage import open_store
+from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
+
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
-from newsdedup.storage.sqlite import SCHEMA_VERSION
+from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, FailureRecord, RepeatRecord, SkippedRecord, StoreError, StoreInUse
+from newsdedup.storage.sqlite import SCHEMA_VERSION
+
+
+def rows(uri: str, sql: str) -> list[tuple]:
+    """What the database holds, read through the store's own connection (either backend)."""
+    with open_store(uri) as store:
+        return [tuple(row) for row in store._read(sql).fetchall()]
 
 
 def article(store, url, fingerprint, **extra):
@@ -29,8 +38,8 @@ def article(store, url, fingerprint, **extra):
     return ArticleRecord(**fields)
 
 
-def test_round_trip_with_unsigned_simhash_and_export(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_round_trip_with_unsigned_simhash_and_export(store_uri):
+    uri = store_uri
     with open_store(uri, batch_size=2) as store:
         first = article(store, "http://a/1", b"f" * 16)
         store.add_article(first)
@@ -54,8 +63,8 @@ def test_round_trip_with_unsigned_simhash_and_export(tmp_path):
         assert counts.skipped_by_reason == {"list_page": 1}
 
 
-def test_pending_batch_is_visible_to_lookups_and_ids_continue(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_pending_batch_is_visible_to_lookups_and_ids_continue(store_uri):
+    uri = store_uri
     with open_store(uri, batch_size=100) as store:
         record = article(store, "http://a/1", b"x" * 16)
         store.add_article(record)
@@ -67,15 +76,17 @@ def test_pending_batch_is_visible_to_lookups_and_ids_continue(tmp_path):
         assert store.new_article_id() == record.id + 1
 
 
-def test_rerun_does_not_duplicate_rows(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_rerun_does_not_duplicate_rows(store_uri):
     for _ in range(2):
-        with open_store(uri) as store:
+        with open_store(store_uri) as store:
             store.add_article(article(store, "http://a/1", b"x" * 16))
+            store.add_repeat(RepeatRecord("http://c/3", "c", "转载", None, None, None, None,
+                                          "2026-11-21T00:00:01+00:00", b"x" * 16, "http://a/1"))
             store.add_skipped(SkippedRecord("http://a/v", "a", "video", "", "t"))
-    conn = sqlite3.connect(tmp_path / "db.sqlite")
-    assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] == 1
-    assert conn.execute("SELECT COUNT(*) FROM skipped").fetchone()[0] == 1
+    assert rows(store_uri, "SELECT COUNT(*) FROM articles") == [(1,)]
+    assert rows(store_uri, "SELECT COUNT(*) FROM repeats") == [(1,)]
+    assert rows(store_uri, "SELECT COUNT(*) FROM skipped") == [(1,)]
+    assert rows(store_uri, "SELECT members FROM clusters") == [(2,)]
 
 
 # A writer process that adds articles forever in batches of 7 and says how many batches it has committed.
@@ -96,46 +107,67 @@ while True:
 """
 
 
-def test_kill_9_of_a_writer_keeps_every_committed_batch_and_nothing_else(tmp_path):
-    path = tmp_path / "db.sqlite"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, f"sqlite:///{path}"], stdout=subprocess.PIPE, text=True)
+def test_kill_9_of_a_writer_keeps_every_committed_batch_and_nothing_else(store_uri):
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, store_uri], stdout=subprocess.PIPE, text=True)
     try:
         for _ in range(random.randint(20, 60)):  # let it commit a random number of batches, then kill it mid-write
             writer.stdout.readline()
     finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-    stored = conn.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM articles").fetchone()
-    # Whole batches only, in order, without gaps: a prefix of what was added.
-    assert stored[0] % 7 == 0 and stored[0] >= 20 * 7 and (stored[1], stored[2]) == (1, stored[0])
-    conn.close()
-    with open_store(f"sqlite:///{path}") as store:  # and the store opens again, continuing the ids
-        assert store.new_article_id() == stored[0] + 1
+    with open_store(store_uri) as store:
+        store.check()
+        stored = store._read("SELECT COUNT(*), MIN(id), MAX(id) FROM articles").fetchone()
+        # Whole batches only, in order, without gaps: a prefix of what was added.
+        assert stored[0] % 7 == 0 and stored[0] >= 20 * 7 and (stored[1], stored[2]) == (1, stored[0])
+        assert store.new_article_id() == stored[0] + 1  # and the store opens again, continuing the ids
+    if store_uri.startswith("sqlite"):
+        conn = sqlite3.connect(store_uri[len("sqlite:///"):])
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        conn.close()
 
 
-def test_records_that_cannot_be_committed_stay_pending_and_are_not_counted(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    with open_store(uri):
+class Blocker:
+    """Another process's write transaction that holds the tables a commit needs."""
+
+    def __init__(self, uri: str) -> None:
+        if uri.startswith("sqlite"):
+            self.conn = sqlite3.connect(uri[len("sqlite:///"):], isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.message = "database is locked"
+        else:
+            import psycopg
+
+            self.conn = psycopg.connect(uri, autocommit=True)
+            self.conn.execute("BEGIN")
+            self.conn.execute("LOCK TABLE articles IN EXCLUSIVE MODE")
+            self.message = "lock timeout"
+
+    def release(self) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+def test_records_that_cannot_be_committed_stay_pending_and_are_not_counted(store_uri):
+    with open_store(store_uri):
         pass
-    blocker = sqlite3.connect(tmp_path / "db.sqlite", isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # another process's write transaction
-    store = open_store(uri, batch_size=2, busy_timeout=0.1, retries=1)
+    blocker = Blocker(store_uri)
+    store = open_store(store_uri, batch_size=2, busy_timeout=0.1, retries=1)
+    store.retry_delay = 0.1
     store.open()
     for i in range(3):
         store.add_article(article(store, f"http://a/{i}", bytes([i]) * 16))  # the batch commit fails, kept pending
     assert store.pending_count() == 3 and not store.committed
-    with pytest.raises(StoreError, match="3 records could not be saved .*database is locked"):
+    with pytest.raises(StoreError, match=f"3 records could not be saved .*{blocker.message}"):
         store.flush()
-    blocker.execute("ROLLBACK")
+    blocker.release()
     store.close()  # the lock is gone: everything is saved now
     assert store.committed == {("demo", "unique"): 3}
 
 
-def test_a_second_run_lock_on_the_same_database_is_refused(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_a_second_run_lock_on_the_same_database_is_refused(store_uri):
+    uri = store_uri
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom newsdedup.storage import open_store\n"
          "s = open_store(sys.argv[1]); s.open(); s.lock_for_run(); print('locked', flush=True); time.sleep(60)", uri],
@@ -153,8 +185,8 @@ def test_a_second_run_lock_on_the_same_database_is_refused(tmp_path):
         store.lock_for_run()  # re-entrant within a process
 
 
-def test_retry_state_moves_a_url_between_tables_and_the_url_filter_follows_it(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_retry_state_moves_a_url_between_tables_and_the_url_filter_follows_it(store_uri):
+    uri = store_uri
     with open_store(uri) as store:
         store.add_skipped(SkippedRecord("http://a/1", "demo", "too_short", "", "2026-11-21T00:00:00+00:00",
                                         attempts=1, next_try_at="2026-11-21T01:00:00+00:00"))
@@ -168,7 +200,7 @@ def test_retry_state_moves_a_url_between_tables_and_the_url_filter_follows_it(tm
         assert (store.attempts_of("http://a/1"), store.attempts_of("http://a/9")) == (1, 0)
         store.add_article(article(store, "http://a/1", b"1" * 16))  # the retry found the article
         store.add_skipped(SkippedRecord("http://a/2", "demo", "too_short", "", "t", attempts=2))  # fetched, no article
-    found = {table: sorted(r[0] for r in sqlite3.connect(tmp_path / "db.sqlite").execute(f"SELECT url FROM {table}"))
+    found = {table: sorted(r[0] for r in rows(uri, f"SELECT url FROM {table}"))
              for table in ("articles", "skipped", "failures")}
     assert found == {"articles": ["http://a/1"], "skipped": ["http://a/2"], "failures": ["http://a/3"]}
 
@@ -191,14 +223,28 @@ def test_a_database_from_schema_version_2_is_migrated_and_its_transient_skips_ar
         assert store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
-@pytest.mark.parametrize("uri", ["sqlite://", "mysql://x/y", "postgresql://localhost/news"])
+@pytest.mark.parametrize("uri", ["sqlite://", "mysql://x/y"])
 def test_bad_uris_name_the_fix(uri):
     with pytest.raises(ValueError, match="sqlite:///"):
         open_store(uri)
 
 
-def test_named_state_blobs_persist_and_replace(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_an_unreachable_server_or_a_foreign_database_is_one_line_naming_it(postgres):
+    import psycopg
+
+    with pytest.raises(StoreError, match=r"PostgreSQL postgresql://news@127.0.0.1:1/x: cannot connect") as caught:
+        open_store("postgresql://news:secret@127.0.0.1:1/x").open()
+    assert "secret" not in str(caught.value)
+    uri = postgres.create_database()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+        conn.execute("CREATE TABLE articles (id INTEGER)")
+    with pytest.raises(StoreError, match="tables of another program.*articles, invoices"):
+        open_store(uri).open()
+
+
+def test_named_state_blobs_persist_and_replace(store_uri):
+    uri = store_uri
     with open_store(uri) as store:
         assert store.load_state("esimhash") is None
         store.save_state("esimhash", b"v1")

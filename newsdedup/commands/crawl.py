@@ -40,7 +40,10 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
     try:
         store.open()
         store.check()
-        store.lock_for_run()
+        if crawl.redis_url:  # the workers of a distributed crawl take turns with the lock (newsdedup.pipelines.writer)
+            _check_redis(crawl.redis_url)
+        else:
+            store.lock_for_run()
     except StoreInUse as exc:
         store.close()
         raise CrawlConfigError(str(exc), ExitCode.DATABASE_IN_USE) from None
@@ -48,6 +51,19 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
         store.close()
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
     return store
+
+
+def _check_redis(url: str) -> None:
+    try:
+        from newsdedup import distributed
+        import scrapy_redis  # noqa: F401 - the scheduler and request filter of a distributed crawl
+    except ImportError as exc:
+        raise StoreError(f"NEWSDEDUP_REDIS_URL needs the redis extra ({exc.name} is missing): "
+                         "pip install 'newsdedup[redis]'") from None
+    try:
+        distributed.connect(url).ping()
+    except Exception as exc:  # noqa: BLE001 - any connection failure is the same one line
+        raise StoreError(f"NEWSDEDUP_REDIS_URL {url}: cannot reach Redis ({exc})") from None
 
 
 class CrawlConfigError(Exception):

@@ -28,6 +28,7 @@ class StagePipeline:
         return cls(crawler=crawler, state=CrawlState.of(crawler))
 
     def open_spider(self) -> None:
+        self.state.stages[self.stage] = self  # a distributed crawl's writer runs stream entries through them
         self.state.open()
 
     def close_spider(self) -> None:

@@ -46,6 +46,14 @@ class AnalysePipeline(StagePipeline):
             state.stop_crawl("worker_lost")
             raise DropItem(f"not analysed ({exc}); fetched again next run", log_level="ERROR") from exc
         page.body = b""  # the raw page is no longer needed; keep memory flat
+        if state.stream is not None:  # a distributed crawl: its writer decides, in the stream's order
+            state.publish((page, result))
+            return page  # with no analysis: the later stages pass it on
+        return self.accept(page, result)
+
+    def accept(self, page: ArticlePage, result):
+        """Record a skipped page, drop a page stored before, hand an article on to the dedup stages."""
+        state = self.state
         if state.store.has_page(page.url):
             self.inc("already_stored")
             raise DropItem("already stored (fetched twice)", log_level="INFO")

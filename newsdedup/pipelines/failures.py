@@ -16,6 +16,12 @@ class FailurePipeline(StagePipeline):
     def process_item(self, item):
         if not isinstance(item, FetchFailure):
             return item
+        if self.state.stream is not None:  # a distributed crawl: its writer records it, in the stream's order
+            self.state.publish(item)
+            raise DropItem(f"fetch failed ({item.kind}): handed to the writer", log_level="DEBUG")
+        self.record(item)
+
+    def record(self, item: FetchFailure):
         state = self.state
         if state.store.has_page(item.url):  # stored by an earlier attempt; this one changes nothing
             raise DropItem(f"fetch failed ({item.kind}), but the page is stored already", log_level="DEBUG")

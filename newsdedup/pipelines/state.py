@@ -5,6 +5,11 @@ crawler through :meth:`CrawlState.of`.  The state opens with the first pipeline 
 database's run lock) and closes with the last (reference counted), rebuilding the in-memory dedup
 indexes from the store when it opens: the database is the truth, the indexes are caches.
 
+In a distributed crawl (``NEWSDEDUP_REDIS_URL``) the process only extracts and publishes its pages to the run's
+result stream; a heartbeat keeps its membership of the run, and takes the writer role
+(:mod:`newsdedup.pipelines.writer`) when the stream has entries and the store's run lock is free. The spider
+stays open while the run has work anywhere: queued requests, a busy process, entries not yet committed.
+
 When the spider closes, the state turns what was committed into per-site stats, judges the run
 (:mod:`newsdedup.verdict`: exit status and problems), records one ``site_runs`` row per site, and
 logs the closing summary (:mod:`newsdedup.runstats`).
@@ -13,26 +18,36 @@ logs the closing summary (:mod:`newsdedup.runstats`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import BaseSettings
 
 from newsdedup import options, retention, runstats
-from newsdedup.analysis import AnalysisPool, ExtractOptions
+from newsdedup.analysis import AnalysisPool, ExtractOptions, PageSkipped
 from newsdedup.dedup.engine import ExactRef, ExactStage
+from newsdedup.items import FetchFailure
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.retry import RetryPolicy, iso, utc_now
 from newsdedup.storage import open_store
-from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError
+from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError, StoreInUse
 from newsdedup.verdict import ExitCode, RunFacts, judge
 
 logger = logging.getLogger(__name__)
+
+# Per-site counters of what a process requested itself (and its failed and skipped pages, counted as it publishes
+# them). In a distributed crawl each process shares its own in Redis, and judges the run's sites on every process's
+# sum: one process's share of a small site's requests is too small a sample (one 404 among four requests is 25%),
+# and links found by one process are fetched by another. Stored pages are counted by the writer that stored them.
+_CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
+               runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
 _STATE_ATTRIBUTE = "_newsdedup_state"
 
@@ -53,6 +68,7 @@ class CrawlSettings:
     near: NearSettings
     exact_error_rate: float
     retention_days: float | None = None
+    redis_url: str | None = None  # a distributed crawl's Redis (README.md, *More than one machine*)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -72,6 +88,7 @@ class CrawlSettings:
             near=options.near_settings(settings),
             exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
             retention_days=retention.retention_days(settings),
+            redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
         )
 
     def open_store(self) -> ArticleStore:
@@ -99,6 +116,15 @@ class CrawlState:
         self.store_error: str | None = None  # why the final commit failed
         self.lost: dict[str, int] = {}  # pages fetched but never recorded, by site
         self._closing = False
+        self.stages: dict[str, object] = {}  # the pipelines by stage name
+        # A distributed crawl: the run, its result stream and URL filter, the writer role when this process has it.
+        self.run = None
+        self.stream = None
+        self.urls = None
+        self.writer = None
+        self._tasks: list[asyncio.Task] = []
+        if settings.redis_url:
+            crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._finished, signal=signals.item_scraped)
         crawler.signals.connect(self._finished, signal=signals.item_dropped)
         crawler.signals.connect(self._finished, signal=signals.item_error)
@@ -142,10 +168,14 @@ class CrawlState:
         s = self.settings
         self.store = s.open_store()
         self.store.open()
-        self.store.lock_for_run()
+        if s.redis_url:
+            self._join_distributed_crawl()
+        else:
+            self.store.lock_for_run()
         self.pool = AnalysisPool(s.features, workers=s.workers, timeout=s.extract_timeout)
         self.pool.start()
-        self._rebuild_indexes()
+        if not s.redis_url:  # a distributed crawl's writer builds them when it takes the role
+            self._rebuild_indexes()
 
     def close(self) -> None:
         """The last pipeline closes: stop the workers and commit; the store stays open for the run's record."""
@@ -154,16 +184,121 @@ class CrawlState:
             return
         if self.pool is not None:
             self.pool.shutdown()
+        for task in self._tasks:
+            task.cancel()
         if self.store is not None:
             try:
                 self._save_detector()
-                for site, template in self.templates.items():
-                    self.store.save_state(_template_state(site), template.to_bytes())
+                if not self.settings.redis_url or self.writer is not None:
+                    # In a distributed crawl only the writer writes the store; the templates the other processes
+                    # learned from their own pages are learned again next run.
+                    for site, template in self.templates.items():
+                        self.store.save_state(_template_state(site), template.to_bytes())
+                if self.writer is not None:
+                    self.writer.commit()  # what it applied is committed and acknowledged, or left pending
                 self.store.flush()
             except StoreError as exc:
                 self.store_error = str(exc)
                 logger.error("%s", exc)
         self._publish_stats()
+
+    # -- a distributed crawl -------------------------------------------------------------------
+    def _join_distributed_crawl(self) -> None:
+        from newsdedup import distributed
+        from newsdedup.scheduler import run_of
+
+        self.run = run_of(self.crawler)  # joined by the scheduler, which opens before the pipelines
+        self.stream = distributed.ResultStream(self.run.client, self.run.prefix)
+        self.urls = distributed.UrlFilter(self.run.client, self.run.prefix, retention_days=self.settings.retention_days)
+        self._tasks.append(asyncio.ensure_future(self._heartbeat()))
+
+    def publish(self, entry) -> None:
+        """Hand an analysed page (or a failed fetch) to the run's writer, through the stream.
+
+        A failed fetch or a skipped page counts in this process's per-site stats now: each process's verdict
+        judges the requests it made itself (its share of failed requests, its pages not processed), not the
+        writer's commits, which are every process's."""
+        self.stream.publish(entry)
+        if isinstance(entry, FetchFailure):
+            self.crawler.stats.inc_value(runstats.site_key(entry.site, f"failed/{entry.kind}"))
+        elif isinstance(entry[1], PageSkipped):
+            self.crawler.stats.inc_value(runstats.site_key(entry[0].site, f"skipped/{entry[1].reason}"))
+
+    async def _heartbeat(self) -> None:
+        from newsdedup.distributed import HEARTBEAT
+
+        while True:
+            try:
+                self._beat()
+            except Exception:  # noqa: BLE001 - a Redis hiccup must not end the heartbeat; the next beat retries
+                logger.exception("distributed crawl: heartbeat failed")
+            await asyncio.sleep(HEARTBEAT)
+
+    def _beat(self) -> None:
+        engine = self.crawler.engine
+        idle = engine is not None and engine.spider is not None and engine.spider_is_idle()
+        # The counters before the busy flag: a process seen idle has shared its final counters.
+        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
+        self.run.beat(busy=not idle, keep=[*getattr(self.run, "keep", ()), self.run.key("sites")])
+        if self.writer is None and len(self.stream):
+            self._try_to_become_writer()
+        if idle:
+            # Scrapy's idle engine looks at its scheduler, and asks whether to close, only every 5 s: another
+            # process may have queued requests, or the run may be done (the last page committed). Look now: a
+            # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
+            engine._slot.nextcall.schedule()  # noqa: SLF001 - no public way to wake an idle engine
+
+    def _own_site_counters(self) -> dict[str, int]:
+        counters = {}
+        for key, value in self.crawler.stats.get_stats().items():
+            if key.startswith(runstats.SITE_PREFIX) and isinstance(value, int):
+                what = key[len(runstats.SITE_PREFIX):].split("/", 1)[-1]
+                if what in _CRAWL_SIDE or what.startswith(("failed/", "skipped/")):
+                    counters[key] = value
+        return counters
+
+    def _add_other_processes_site_counters(self) -> None:
+        """Every other process's shared counters into this one's stats: the summary and verdict are the run's."""
+        for worker, counters in self.run.client.hgetall(self.run.key("sites")).items():
+            if worker.decode() != self.run.worker:
+                for key, value in json.loads(counters).items():
+                    self.crawler.stats.inc_value(key, value)
+
+    def _queued(self) -> int:
+        return self.run.client.zcard(self.run.key("requests"))
+
+    def _try_to_become_writer(self) -> None:
+        from newsdedup.pipelines.writer import StreamWriter
+
+        try:
+            self.store.lock_for_run()
+        except StoreInUse:
+            return  # another process writes
+        self.store.refresh()  # article ids continue after the last writer's
+        self._rebuild_indexes()
+        self.writer = StreamWriter(self, self.stream, self.urls)
+        self._tasks.append(asyncio.ensure_future(self._write()))
+        logger.info("distributed crawl: this process (%s) is the writer now", self.run.worker)
+
+    async def _write(self) -> None:
+        while True:
+            try:
+                await self.writer.run(lambda: True)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - entries stay pending in the stream; tried again
+                logger.exception("distributed crawl: the writer failed; trying again in 1 s")
+                await asyncio.sleep(1.0)
+
+    def _spider_idle(self, spider) -> None:
+        """Stay open while the run has work anywhere: queued requests, a busy process, uncommitted entries."""
+        try:
+            done = not self._queued() and not self.run.others_busy() and not len(self.stream)
+        except Exception:  # noqa: BLE001 - Redis unreachable for a moment: ask again later
+            logger.exception("distributed crawl: cannot tell whether the run is done")
+            done = False
+        if not done:
+            raise DontCloseSpider
 
     # -- the run's verdict ---------------------------------------------------------------------
     def _spider_closed(self, spider, reason: str) -> None:
@@ -172,9 +307,16 @@ class CrawlState:
         stats = self.crawler.stats
         not_saved = self.store.pending_count()
         for (site, what), count in self.store.committed.items():
+            if self.run is not None and what.startswith(("skipped/", "failed/")):
+                continue  # a distributed crawl's process counts its own (publish()); the writer commits everyone's
             stats.set_value(runstats.site_key(site, what), count)
         for site, count in self.lost.items():
             stats.set_value(runstats.site_key(site, runstats.LOST), count)
+        if self.run is not None:
+            try:
+                self._add_other_processes_site_counters()
+            except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
+                logger.exception("distributed crawl: the other processes' counters could not be read")
         sites = [s.name for s in getattr(spider, "sites", ())] or runstats.sites_in(stats.get_stats())
         tallies = runstats.tallies_of(stats.get_stats(), sites)
         had_links = {t.site: self.store.site_had_article_links(t.site) for t in tallies
@@ -197,6 +339,8 @@ class CrawlState:
         except StoreError as exc:
             if not not_saved:  # only the run's own record was lost: say so, the pages are safe
                 logger.error("%s", exc)
+        if self.run is not None:
+            self.run.leave()
         stats.set_value("newsdedup/run/exit_code", int(verdict.code))
         stats.set_value("newsdedup/run/verdict", verdict.name)
         stats.set_value("newsdedup/run/problems", verdict.problems)
@@ -295,6 +439,9 @@ class CrawlState:
         if self.pool is not None:
             for name, count in self.pool.counts.items():
                 stats.set_value(f"newsdedup/workers/{name}", count)
+        if self.writer is not None:  # a distributed crawl's writer: what applying the stream cost this process
+            stats.set_value("newsdedup/writer/applied", self.writer.applied)
+            stats.set_value("newsdedup/writer/cpu_seconds", round(self.writer.cpu_seconds, 3))
         if self.exact is not None:
             bloom = self.exact.bloom
             stats.set_value("newsdedup/exact/bloom_maybe", self.exact.stats.bloom_maybe)

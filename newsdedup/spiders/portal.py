@@ -66,12 +66,14 @@ class PortalSpider(scrapy.Spider):
         self.crawler.stats.inc_value(runstats.site_key(site, name), n)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        distributed = bool(self.crawler.settings.get("NEWSDEDUP_REDIS_URL"))
         for site in self.sites:
             for name in (runstats.LIST_PAGES, runstats.ARTICLE_LINKS, runstats.FETCHED):
                 self._count(site.name, name, 0)  # every site appears in the summary, with its zeros
             for url in site.start_urls:
-                # dont_filter: start pages are fetched every run, also when a JOBDIR remembers them.
-                yield self._list_request(url, site.name, dont_filter=True)
+                # dont_filter: start pages are fetched every run, also when a JOBDIR remembers them. A distributed
+                # crawl's filter is new each run and shared by its processes: filtered, each is fetched once a run.
+                yield self._list_request(url, site.name, dont_filter=not distributed)
 
     def _list_request(self, url: str, site: str, *, dont_filter: bool = False) -> scrapy.Request:
         return scrapy.Request(

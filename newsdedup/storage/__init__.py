@@ -1,4 +1,4 @@
-"""Article storage, chosen by URI scheme (``sqlite:///path``; PostgreSQL to come).
+"""Article storage, chosen by URI scheme: ``sqlite:///path`` (the default) or ``postgresql://...``.
 
 >>> store = open_store("sqlite:///:memory:")
 >>> type(store).__name__
@@ -17,7 +17,8 @@ DEFAULT_STORAGE_URI = "sqlite:///newsdedup.sqlite"
 def open_store(uri: str, *, batch_size: int = 100, busy_timeout: float = 30.0, retries: int = 3) -> ArticleStore:
     """Create (not yet open) the store a URI names.
 
-    ``sqlite:///relative/path.sqlite`` and ``sqlite:////absolute/path.sqlite`` as in SQLAlchemy.
+    ``sqlite:///relative/path.sqlite`` and ``sqlite:////absolute/path.sqlite`` as in SQLAlchemy;
+    ``postgresql://user:password@host:5432/dbname`` (needs ``pip install 'newsdedup[postgres]'``).
     ``busy_timeout`` (seconds) and ``retries`` say how long a write waits for another process's lock.
     """
     scheme = urlsplit(uri).scheme
@@ -29,10 +30,15 @@ def open_store(uri: str, *, batch_size: int = 100, busy_timeout: float = 30.0, r
             raise ValueError(f"bad SQLite URI {uri!r}: write sqlite:///relative/file.sqlite or sqlite:////abs/file.sqlite")
         return SQLiteStore(path, batch_size=batch_size, busy_timeout=busy_timeout, retries=retries)
     if scheme in ("postgresql", "postgres"):
-        raise ValueError(
-            f"storage URI {uri!r}: the PostgreSQL backend is not available in this version; use sqlite:///PATH"
-        )
-    raise ValueError(f"unknown storage URI scheme in {uri!r}: use sqlite:///PATH")
+        try:
+            from newsdedup.storage.postgres import PostgresStore
+        except ImportError as exc:
+            raise ValueError(
+                f"storage URI {uri!r} needs the PostgreSQL driver ({exc.name} is missing): "
+                "pip install 'newsdedup[postgres]'"
+            ) from None
+        return PostgresStore(uri, batch_size=batch_size, busy_timeout=busy_timeout, retries=retries)
+    raise ValueError(f"unknown storage URI scheme in {uri!r}: use sqlite:///PATH or postgresql://HOST/DBNAME")
 
 
 __all__ = ["ArticleStore", "DEFAULT_STORAGE_URI", "StoreError", "StoreInUse", "open_store"]

@@ -1,0 +1,247 @@
+"""What the crawl processes of a distributed crawl share in Redis, apart from scrapy-redis's queue: pure Python.
+
+Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWSDEDUP_REDIS_URL`` and
+``NEWSDEDUP_STORAGE_URI`` are one crawl (README.md, *More than one machine*):
+
+- :class:`RedisRun`: which run the processes are in. The first process to start opens a run; the others join
+  it while it lives (its key expires :data:`LIVENESS` seconds after the last process's heartbeat). Per run:
+  scrapy-redis's request queue and request filter (so start and list pages are fetched once per run, and again
+  next run), each process's heartbeat and whether it is busy (so none stops while another may still add work);
+- :class:`ResultStream`: every process extracts and fingerprints its pages and appends the results to one
+  Redis stream; one process at a time, the *writer* (the holder of the store's run lock), consumes it in
+  stream order through one consumer group and applies exact, near-duplicate and store stages. Single-Pass
+  clustering is order dependent; the stream's order is the one order every decision follows, so the result is
+  that of a single process reading the stream. An entry is acknowledged (and deleted) only once its records
+  are committed: a writer killed mid-batch leaves its entries pending, and the next writer (any other process,
+  within a heartbeat) reads them again first, under the same consumer name. The store ignores what was
+  already committed (URLs are unique), so nothing is lost and nothing is stored twice;
+- :class:`UrlFilter`: article URLs handled for good, one Redis set per UTC day of fetch, kept for the retention
+  window: the shared form of the crawl's URL filter. Members are 8-byte BLAKE2 digests of the canonical URL
+  (README.md has the measured memory per URL). ``SADD`` answers "new?" atomically. Redis is a cache: a URL it
+  does not know is looked up in the store before it is fetched, so a Redis that lost its data costs time only.
+
+Entries are pickled, as scrapy-redis pickles its requests: Redis must be reachable only by the crawl's own
+processes (bind it to a private network or set a password, README.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import socket
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+
+import redis
+
+# Seconds without a heartbeat after which a process counts as dead (its work no longer keeps the others up,
+# and the run ends that long after the last process stopped). Heartbeats come every HEARTBEAT seconds.
+LIVENESS = 10.0
+HEARTBEAT = 0.5
+# Per-run keys (queue, request filter) outlive the run this long, for a look after a crash, then expire.
+RUN_KEYS_TTL = 24 * 3600
+
+# Join the live run, or open a new one: atomic, so processes started together agree on one run.
+_JOIN = """
+local run = redis.call('GET', KEYS[1])
+if not run then
+    run = ARGV[1]
+    redis.call('SET', KEYS[1], run, 'PX', ARGV[2])
+end
+return run
+"""
+# A heartbeat: keep the run alive (only the run this process is in), record this process's beat and whether
+# it is busy. Times come from the Redis server, so clocks of different machines do not matter.
+_BEAT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZADD', KEYS[2], ms, ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+for i = 4, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
+return ms
+"""
+# Live processes (a beat within LIVENESS) other than this one that are busy.
+_OTHERS_BUSY = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[2]), '+inf')
+local busy = 0
+for _, worker in ipairs(live) do
+    if worker ~= ARGV[1] and redis.call('HGET', KEYS[2], worker) == '1' then busy = busy + 1 end
+end
+return busy
+"""
+# Leave the run; the last busy process ends it, so the next start opens a new run at once. Idle processes do not
+# keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
+# the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
+_LEAVE = """
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[3]), '+inf')) do
+    if redis.call('HGET', KEYS[3], worker) == '1' then return 0 end
+end
+if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+def connect(url: str) -> redis.Redis:
+    """A client for ``url`` (bytes in and out)."""
+    return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=30, health_check_interval=30)
+
+
+def worker_name() -> str:
+    """This process, as the others see it: host, pid and a random suffix (pids repeat across machines)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class RedisRun:
+    """This process's membership of the current run (see module doc)."""
+
+    def __init__(self, client: redis.Redis, prefix: str, *, worker: str | None = None,
+                 liveness: float = LIVENESS) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.worker = worker or worker_name()
+        self.liveness = liveness
+        self.run_id: str | None = None
+        self.keep: list[str] = []  # other keys of the run (scrapy-redis's queue and filter) kept alive with it
+        self._join = client.register_script(_JOIN)
+        self._beat = client.register_script(_BEAT)
+        self._others_busy = client.register_script(_OTHERS_BUSY)
+        self._leave = client.register_script(_LEAVE)
+
+    @property
+    def _run_key(self) -> str:
+        return f"{self.prefix}:run"
+
+    def key(self, name: str) -> str:
+        """A key of this run (``requests``, ``seen``, ...)."""
+        if self.run_id is None:
+            raise RuntimeError("join() the run first")
+        return f"{self.prefix}:run:{self.run_id}:{name}"
+
+    def join(self) -> tuple[str, bool]:
+        """(run id, whether this process opened it)."""
+        new = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        run = self._join(keys=[self._run_key], args=[new, int(self.liveness * 1000)])
+        self.run_id = run.decode() if isinstance(run, bytes) else run
+        self.beat(busy=True)
+        return self.run_id, self.run_id == new
+
+    def beat(self, *, busy: bool, keep: Iterable[str] = ()) -> None:
+        """The heartbeat: this process is alive (and busy or not); the run and its keys ``keep`` stay."""
+        self._beat(
+            keys=[self._run_key, self.key("workers"), self.key("busy"), *keep],
+            args=[self.run_id, self.worker, "1" if busy else "0", int(self.liveness * 1000), RUN_KEYS_TTL * 1000],
+        )
+
+    def others_busy(self) -> int:
+        """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
+        return int(self._others_busy(keys=[self.key("workers"), self.key("busy")],
+                                     args=[self.worker, int(self.liveness * 1000)]))
+
+    def leave(self) -> None:
+        if self.run_id is not None:
+            self._leave(keys=[self._run_key, self.key("workers"), self.key("busy")],
+                        args=[self.worker, self.run_id, int(self.liveness * 1000)])
+
+
+class ResultStream:
+    """The ordered stream of analysed pages, consumed by one writer at a time (see module doc)."""
+
+    GROUP = "writer"
+    CONSUMER = "writer"  # one name for every writer: a new one inherits the entries the last left pending
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.key = f"{prefix}:results"
+        try:
+            client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def publish(self, entry: object) -> bytes:
+        return self.client.xadd(self.key, {b"e": pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)})
+
+    def pending(self, count: int) -> list[tuple[bytes, object]]:
+        """Entries a writer read but did not acknowledge (its batch was not committed), oldest first."""
+        return self._read("0", count)
+
+    def new(self, count: int) -> list[tuple[bytes, object]]:
+        """Entries no writer has read yet, in stream order."""
+        return self._read(">", count)
+
+    def _read(self, start: str, count: int) -> list[tuple[bytes, object]]:
+        reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
+        entries = reply[0][1] if reply else []
+        return [(entry_id, pickle.loads(fields[b"e"])) for entry_id, fields in entries if fields]
+
+    def done(self, entry_ids: list[bytes]) -> None:
+        """The entries' records are committed: acknowledge and delete them (the stream stays small)."""
+        if entry_ids:
+            with self.client.pipeline() as pipe:
+                pipe.xack(self.key, self.GROUP, *entry_ids)
+                pipe.xdel(self.key, *entry_ids)
+                pipe.execute()
+
+    def __len__(self) -> int:
+        """Entries not yet committed by a writer (read or not)."""
+        return self.client.xlen(self.key)
+
+
+def url_digest(url_key: str) -> bytes:
+    """8 bytes per URL: a collision among 10 million URLs has a chance of about 3 in a million million.
+
+    >>> len(url_digest("http://news.example/a/1.html"))
+    8
+    """
+    return hashlib.blake2b(url_key.encode("utf-8"), digest_size=8).digest()
+
+
+class UrlFilter:
+    """Article URLs handled for good, per UTC day of fetch, kept ``retention_days`` (None: for ever)."""
+
+    def __init__(self, client: redis.Redis, prefix: str, *, retention_days: float | None) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.retention_days = retention_days
+
+    def _day_key(self, day: datetime) -> str:
+        return f"{self.prefix}:urls:{day:%Y-%m-%d}" if self.retention_days else f"{self.prefix}:urls:all"
+
+    def _window(self, now: datetime) -> list[str]:
+        if not self.retention_days:
+            return [self._day_key(now)]
+        return [self._day_key(now - timedelta(days=n)) for n in range(int(self.retention_days) + 2)]
+
+    def add(self, url_keys: Iterable[str], *, now: datetime | None = None) -> None:
+        """Remember URLs handled for good (after their records are committed)."""
+        digests = [url_digest(u) for u in url_keys]
+        if not digests:
+            return
+        key = self._day_key(now or datetime.now(timezone.utc))
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.sadd(key, *digests)
+            if self.retention_days:
+                # Kept a day past the window: a URL leaves when the window no longer covers its day.
+                pipe.expire(key, int((self.retention_days + 2) * 86400))
+            pipe.execute()
+
+    def __contains__(self, url_key: str) -> bool:
+        digest = url_digest(url_key)
+        with self.client.pipeline(transaction=False) as pipe:
+            for key in self._window(datetime.now(timezone.utc)):
+                pipe.sismember(key, digest)
+            return any(pipe.execute())
+
+    def keys(self) -> list[str]:
+        return sorted(key.decode() for key in self.client.scan_iter(match=f"{self.prefix}:urls:*", count=1000))

@@ -1,0 +1,95 @@
+"""Distributed crawling on scrapy-redis: the setting that turns it on, and the scheduler of a run.
+
+``-s NEWSDEDUP_REDIS_URL=redis://host:6379/0`` makes a crawl one worker of a distributed crawl
+(:mod:`newsdedup.distributed`, README.md *More than one machine*). :class:`DistributedAddon` (a Scrapy add-on,
+in ``ADDONS``) then sets what scrapy-redis users set by hand: its scheduler (:class:`RunScheduler`), its request
+filter (:class:`~newsdedup.dupefilter.SharedArticlesDupeFilter`), ``SCHEDULER_PERSIST`` (a worker that stops
+must not empty the queue the others still work on).
+
+:class:`RunScheduler` is scrapy-redis's ``Scheduler`` with its priority queue and ``SADD`` request filter, keyed
+by run (:class:`~newsdedup.distributed.RedisRun`) instead of by spider name: the processes of one run share
+one queue and one filter, so each start, list and article page is fetched once per run, and the next run starts
+with an empty filter, so start and list pages are fetched again. The spider's own ``async def start()`` feeds
+it like any scheduler (scrapy-redis's ``RedisSpider`` is not used: it still relies on ``start_requests``, which
+Scrapy no longer calls).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.crawler import Crawler
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
+
+from newsdedup import distributed, options
+
+logger = logging.getLogger(__name__)
+
+_RUN_ATTRIBUTE = "_newsdedup_run"
+
+
+def redis_url(settings) -> str | None:
+    """``NEWSDEDUP_REDIS_URL``, or None when the crawl runs on one machine."""
+    return options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL")
+
+
+def run_of(crawler: Crawler) -> distributed.RedisRun:
+    """The crawler's run membership (one per crawl process), created on first use."""
+    run = getattr(crawler, _RUN_ATTRIBUTE, None)
+    if run is None:
+        client = distributed.connect(redis_url(crawler.settings))
+        run = distributed.RedisRun(client, options.get_str(crawler.settings, "NEWSDEDUP_REDIS_PREFIX"))
+        setattr(crawler, _RUN_ATTRIBUTE, run)
+    return run
+
+
+class DistributedAddon:
+    """Switches a crawl to scrapy-redis when ``NEWSDEDUP_REDIS_URL`` is set (nothing changes otherwise)."""
+
+    def update_settings(self, settings) -> None:
+        url = redis_url(settings)
+        if not url:
+            return
+        # "project" priority: over this project's settings.py, under -s on the command line.
+        settings.set("REDIS_URL", url, priority="project")
+        settings.set("SCHEDULER", "newsdedup.scheduler.RunScheduler", priority="project")
+        settings.set("SCHEDULER_PERSIST", True, priority="project")
+        settings.set("DUPEFILTER_CLASS", "newsdedup.dupefilter.SharedArticlesDupeFilter", priority="project")
+
+
+class RunScheduler(Scheduler):
+    """scrapy-redis's scheduler, its queue and request filter keyed by the run this process joins on open."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RunScheduler:
+        from newsdedup.dupefilter import SharedArticlesDupeFilter
+
+        run = run_of(crawler)
+        scheduler = cls(
+            server=run.client, persist=True, queue_cls="scrapy_redis.queue.PriorityQueue",
+            dupefilter=SharedArticlesDupeFilter.from_crawler(crawler),
+        )
+        scheduler.stats = crawler.stats
+        scheduler.crawler = crawler
+        return scheduler
+
+    def open(self, spider) -> None:
+        run = run_of(self.crawler)
+        run_id, opened = run.join()
+        # scrapy-redis formats keys with "% {'spider': name}": a literal % in a run id would break it (there is none).
+        self.queue_key = run.key("requests")
+        self.df.key = run.key("seen")
+        self.df.open()
+        self.spider = spider
+        self.queue = PriorityQueue(server=self.server, spider=spider, key=self.queue_key)
+        run.keep = self.run_keys()  # the heartbeat keeps them alive with the run
+        logger.info("distributed crawl: %s run %s as %s (%d requests queued)",
+                    "opened" if opened else "joined", run_id, run.worker, len(self.queue))
+
+    def run_keys(self) -> list[str]:
+        """Keys of the run the heartbeat keeps alive."""
+        return [self.queue_key, self.df.key]
+
+    def close(self, reason: str) -> None:
+        self.df.close(reason)  # the shared filter's key stays: other processes still use it

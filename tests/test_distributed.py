@@ -1,0 +1,175 @@
+"""The distributed crawl, as its users run it: real Redis and PostgreSQL, 2 ``scrapy crawl portal`` processes.
+
+Both processes share scrapy-redis's queue and request filter, publish their analysed pages to one Redis stream,
+and the one holding the store's run lock applies it (README.md, *More than one machine*). The checks read the
+PostgreSQL store and the local sites' request logs: every article page recorded exactly once, no story stored
+as new twice, the same clusters as a single-process run, and nothing lost when a process is ``kill -9``ed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from conftest import REPO_ROOT
+from faultsite import FAST, FaultSite, kill, wait_for
+from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
+from local_site import newsdedup
+from test_crawl_e2e import check_stories, check_story_rows, run_crawl
+from newsdedup.demo.content import load_manifest
+from newsdedup.demo.server import DemoPortalServer
+
+
+@pytest.fixture()
+def servers(postgres, redis_server):  # noqa: F811 - fixtures
+    """A new PostgreSQL database and a Redis key prefix of this test's own."""
+    return postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}"), redis_server.url, f"t{uuid.uuid4().hex[:8]}"
+
+
+def worker_command(sites_file, servers, *extra: str) -> list[str]:
+    store_uri, redis_url, prefix = servers
+    return [
+        sys.executable, "-m", "scrapy", "crawl", "portal", "-a", f"sites={sites_file}",
+        "-s", f"NEWSDEDUP_STORAGE_URI={store_uri}", "-s", f"NEWSDEDUP_REDIS_URL={redis_url}",
+        "-s", f"NEWSDEDUP_REDIS_PREFIX={prefix}", "-s", "NEWSDEDUP_WORKERS=1", *FAST, *extra,
+    ]
+
+
+def start_workers(sites_file, servers, logs, *extra: str) -> list[subprocess.Popen]:
+    return [subprocess.Popen(worker_command(sites_file, servers, *extra), cwd=REPO_ROOT, stderr=subprocess.STDOUT,
+                             stdout=open(log, "w", encoding="utf-8"))  # noqa: SIM115 - the worker writes to it
+            for log in logs]
+
+
+def finish(processes, logs, timeout: float = 180) -> list[str]:
+    texts = []
+    for process, log in zip(processes, logs):
+        process.wait(timeout=timeout)
+        text = log.read_text(encoding="utf-8")
+        assert process.returncode == 0, text[-4000:]
+        assert "Traceback" not in text, text[-4000:]
+        texts.append(text)
+    return texts
+
+
+def stat(log: str, name: str) -> int:
+    """A number from a crawl's closing stats dump (0 when absent)."""
+    marker = f"'{name}': "
+    at = log.rfind(marker)
+    return int(log[at + len(marker):].split(",", 1)[0].split("}", 1)[0]) if at >= 0 else 0
+
+
+def outcomes(store_uri: str) -> dict[str, list[tuple[str, str]]]:
+    """Every URL the store recorded, with each (table, status) it is in."""
+    found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    with psycopg.connect(store_uri) as conn:
+        if conn.execute("SELECT to_regclass('articles')").fetchone()[0] is None:
+            return {}
+        for table, column in (("articles", "status"), ("repeats", "'exact_duplicate'"), ("skipped", "reason"),
+                              ("failures", "kind")):
+            for url, what in conn.execute(f"SELECT url, {column} FROM {table}"):
+                found[url].append((table, what))
+    return dict(found)
+
+
+def export(store_uri: str) -> list[dict]:
+    result = newsdedup("export", "--storage", store_uri)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def partition(rows: list[dict]) -> set[frozenset[str]]:
+    """Clusters as sets of URL paths (ids differ between stores; the grouping must not)."""
+    groups: dict[int, set[str]] = defaultdict(set)
+    for row in rows:
+        groups[row["cluster_id"]].add(urlsplit(row["url"]).path)
+    return {frozenset(group) for group in groups.values()}
+
+
+def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(servers, tmp_path):
+    manifest = load_manifest()
+    day1 = manifest["by_day"][1]
+    with DemoPortalServer(day=1) as server:
+        sites_file = tmp_path / "sites.toml"
+        sites_file.write_text(server.sites_toml(), encoding="utf-8")
+        run_crawl(sites_file, tmp_path / "one.sqlite")  # the reference: one process, SQLite
+        single = export(f"sqlite:///{tmp_path / 'one.sqlite'}")
+        served_once = dict(server.requests_served)
+
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        # Few requests at a time, a quarter second apart, so that both processes take part in a site this small
+        # (the second starts up to a second or two after the first).
+        texts = finish(start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS=2",
+                                     "-s", "DOWNLOAD_DELAY=0.25", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False"), logs)
+        for path in day1["new_article_pages"]:  # the shared request filter: each page fetched once by the two
+            assert server.requests_served[path] - served_once[path] == 1, path
+
+    rows = export(servers[0])
+    assert sorted(r["url"] for r in rows) == sorted({r["url"] for r in rows})  # stored exactly once each
+    assert {urlsplit(r["url"]).path for r in rows} == set(day1["new_article_pages"])
+    check_stories(rows, manifest["pages"])  # no story stored as new twice; every reprint in its story
+    assert [r["status"] for r in rows].count("unique") == day1["unique"]
+    assert partition(rows) == partition(single)
+    assert all(stat(text, "item_scraped_count") > 0 for text in texts), "one process did all the work"
+    # Each process's summary and verdict are the run's: its per-site counters include the other's fetches.
+    fetched = [{site: stat(text, f"newsdedup/site/{site}/fetched") for site in re.findall(
+        r"'newsdedup/site/([^/']+)/fetched'", text)} for text in texts]
+    assert fetched[0] == fetched[1]
+    assert sum(fetched[0].values()) == sum(stat(text, "newsdedup/crawl/article_pages") for text in texts)
+    assert sum("is the writer now" in text for text in texts) >= 1
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers, tmp_path):
+    store_uri = servers[0]
+    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.05) as site:
+        sites_file = site.write_sites(tmp_path)
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
+        # The writer is the harder one to lose: what it applied but had not committed is in nobody's hands.
+        try:
+            writer = wait_for(lambda: [i for i, log in enumerate(logs)
+                                       if "is the writer now" in log.read_text(encoding="utf-8")], 120)[0]
+            wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
+            kill(processes[writer].pid)
+            processes[writer].wait(timeout=30)
+            survivor = 1 - writer
+            finish([processes[survivor]], [logs[survivor]])
+        finally:
+            for process in processes:
+                kill(process.pid)
+        assert "is the writer now" in logs[survivor].read_text(encoding="utf-8")  # took over the stream
+        check_consistent(site, store_uri, complete=False)
+
+        rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
+        finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
+        check_consistent(site, store_uri, complete=True)
+        assert site.served["/list/1.html"] == 2  # the start page: fetched once a run by the two processes
+
+
+# 80 articles: 1-60 distinct stories, 61-80 reprints of 1-20 (even: exact, odd: near).
+REPRINTS = {n: (n - 60, "exact" if n % 2 == 0 else "near") for n in range(61, 81)}
+
+
+def story(path: str) -> int:
+    n = int(path.rsplit("/", 1)[1].split(".")[0])
+    return REPRINTS.get(n, (n, ""))[0]
+
+
+def check_consistent(site: FaultSite, store_uri: str, *, complete: bool) -> None:
+    """No URL recorded twice, no story stored as new twice, every reprint in its own story's cluster;
+    ``complete``: every article page of the site is recorded."""
+    found = outcomes(store_uri)
+    assert all(len(where) == 1 for where in found.values()), {u: w for u, w in found.items() if len(w) > 1}
+    if complete:
+        assert sorted(found) == sorted(site.url(p) for p in site.article_paths)
+    with psycopg.connect(store_uri) as conn:
+        check_story_rows(conn, story)
