@@ -84,12 +84,8 @@ def _run_in_reactor(coro_factory):
 
 def format_summary(runs: list[dict], store_uri: str) -> str:
     """Each run's closing summary (the one ``scrapy crawl`` logs), then the database's totals."""
-    store = open_store(store_uri)
-    store.open()
-    try:
+    with open_store(store_uri) as store:
         counts = store.counts()
-    finally:
-        store.close()
     lines = []
     for day, stats in enumerate(runs, 1):
         lines += [f"Run {day} (day {day} of the portal):", _indent(runstats.format_summary(stats))]

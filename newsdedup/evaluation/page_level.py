@@ -252,12 +252,8 @@ def run_page_level(
 
     from newsdedup.storage import open_store
 
-    store = open_store(storage_uri)
-    store.open()
-    try:
+    with open_store(storage_uri) as store:
         counts = store.counts()
-    finally:
-        store.close()
 
     doc_of_path = site.doc_of_path
     predicted, unknown = predicted_clusters(rows, doc_of_path)
