@@ -130,7 +130,10 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
 
 def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers, tmp_path):
     store_uri = servers[0]
-    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.05) as site:
+    # Pages served slowly enough that the survivor still fetches and publishes after the kill, so the stream has
+    # entries only a new writer can apply (served fast, on a loaded machine the dead writer could have applied
+    # every page before the kill, and the survivor would rightly never need to take over).
+    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.25) as site:
         sites_file = site.write_sites(tmp_path)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
         processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
