@@ -257,3 +257,15 @@ def test_a_small_page_level_run_through_the_real_spider(shared_data, tmp_path):
     assert result["pairs"]["true"] > 10
     assert result["f1"] > 0.8, result
     assert (tmp_path / "export.jsonl").stat().st_size > 0
+
+
+def test_a_related_quote_the_hot_list_also_shows_is_not_counted_as_a_related_leak():
+    from newsdedup.evaluation.pages import _quoted
+
+    items = [RelatedItem("/a", "转：城东新区规划公布 三所学校开建", "城东新区今年将新建三所学校，首批明年招生。"),
+             RelatedItem("/b", "地铁五号线今日开通运营", "记者今天从市轨道交通集团获悉，五号线正式开通。")]
+    hot = ["城东新区规划公布 三所学校开建 城东新区今年将新建三所学校，首批明年招生。"]  # a reprint of /a's story
+    first_lines = tuple(i.first_line[:20] for i in items)
+    assert _quoted(items) == ("转：城东新区规划公布 三所学校开建", "地铁五号线今日开通运营", *first_lines)
+    # /a's first line is on the hot list: a body holding it may hold it from there (a hot-list leak)
+    assert _quoted(items, hot) == ("转：城东新区规划公布 三所学校开建", "地铁五号线今日开通运营", first_lines[1])

@@ -47,6 +47,7 @@ KNOWN_METRICS = {
     "page_level.default.precision",
     "page_level.default.recall",
     "page_level.leaks",
+    "page_level.extraction.hot_list_leaks.pages",
 }
 
 FLOORS_TEXT = """\

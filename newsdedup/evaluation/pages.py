@@ -724,6 +724,9 @@ def build_site(
         if d.get("kind") not in _JUNK_KINDS and d.get("title", "").strip()
     ]
     story_of_path = {path: d["story"] for d, path in zip(docs, paths)}
+    hot_rows = {s.name: [tuple(map(html.unescape, row)) for row in re.findall(r"<li><b>(.*?)</b> (.*?)</li>", s.template)]
+                for s in hard if s.portal.endswith("+hot_list")}
+    hot = {name: tuple(headline for headline, _ in rows) for name, rows in hot_rows.items()}
     pages: list[BenchPage] = []
     for doc, shell, path in zip(docs, assigned, paths):
         others = [item for item in rng.sample(quotable, min(len(quotable), 3 * high)) if story_of_path[item.href] != doc["story"]]
@@ -739,22 +742,26 @@ def build_site(
             script=doc.get("kind") in _JUNK_KINDS,
         )
         pages.append(BenchPage(path=path, doc_id=doc["id"], shell=shell.name, body=body, content_type=shell.content_type,
-                               related_layout=layout, quoted=_quoted(items)))
+                               related_layout=layout, quoted=_quoted(items, [" ".join(r) for r in hot_rows.get(shell.name, ())])))
     docs_by_id = {d["id"]: d for d in docs}
     lists = [pages[i : i + list_size] for i in range(0, len(pages), list_size)]
     list_pages = {
         f"/list/{n}.html": _list_page(n, len(lists), ((p.path, _link_text(docs_by_id, p)) for p in chunk))
         for n, chunk in enumerate(lists, start=1)
     }
-    hot = {s.name: tuple(re.findall(r"<li><b>(.*?)</b>", s.template)) for s in hard if s.portal.endswith("+hot_list")}
-    return BenchSite(pages=pages, list_pages=list_pages, hot={k: tuple(html.unescape(h) for h in v) for k, v in hot.items()})
+    return BenchSite(pages=pages, list_pages=list_pages, hot=hot)
 
 
-def _quoted(items: Sequence[RelatedItem]) -> tuple[str, ...]:
-    """What of ``items`` would show a leak: headlines of 8+ characters, first lines' first 20 characters."""
+def _quoted(items: Sequence[RelatedItem], hot: Sequence[str] = ()) -> tuple[str, ...]:
+    """What of ``items`` would show a leak: headlines of 8+ characters, first lines' first 20 characters.
+
+    A quote that the shell's hot list (its lines ``hot``) also shows is left out: the hot list draws on the same
+    stories (a reprint's headline, a shared first line), so a body holding that text may hold it from the hot
+    list, which is counted as a hot-list leak, not twice.
+    """
     quoted = [i.headline for i in items if len(i.headline) >= 8]
     quoted += [i.first_line.rstrip("…")[:20] for i in items if len(i.first_line) >= 10]
-    return tuple(quoted)
+    return tuple(q for q in quoted if not any(q in line for line in hot))
 
 
 def _link_text(docs_by_id: Mapping[str, Mapping], page: BenchPage) -> str:
