@@ -44,6 +44,9 @@ DEFAULT_DROPITEM_LOG_LEVEL = "INFO"
 
 # Article URLs fetched by an earlier run are not fetched again (start and list pages always are).
 DUPEFILTER_CLASS = "newsdedup.dupefilter.SeenArticlesDupeFilter"
+# Scrapy's scheduler, but a JOBDIR queue not closed cleanly (kill -9) or unreadable is dropped, with a WARNING,
+# instead of hanging the resumed crawl (newsdedup/jobdir.py). The distributed add-on below replaces it.
+SCHEDULER = "newsdedup.jobdir.JobdirScheduler"
 # With NEWSDEDUP_REDIS_URL set, this add-on makes the crawl a worker of a distributed crawl on scrapy-redis
 # (its scheduler and request filter; README.md, *More than one machine*). Without it, it does nothing.
 ADDONS = {"newsdedup.scheduler.DistributedAddon": 0}
