@@ -18,6 +18,8 @@ class ArticlePage:
     declared_encoding: str | None
     fetched_at: str
     remove_selectors: tuple[str, ...] = ()
+    # True when the page is read a second time, its site's template now warm (see pipelines/analyse.py).
+    reread: bool = False
     # Filled in by the pipelines.
     ticket: int | None = field(default=None, repr=False)
     analysis: Any = field(default=None, repr=False)

@@ -128,26 +128,30 @@ def test_a_hot_list_beside_every_short_article_never_makes_one_story(tmp_path):
     assert _stat(log, "newsdedup/extract/template_failures") == 0
 
 
-def test_template_failures_are_counted_recorded_and_retried_with_the_template(tmp_path):
-    # Without a headline to anchor on, the one-page rules take the hot list (plain paragraphs) for the article.
+def test_a_sites_first_pages_wait_for_its_template_and_never_keep_the_hot_list(tmp_path):
+    # Without a headline to anchor on, the one-page rules take the hot list (plain paragraphs) for the article:
+    # read alone, the site's first page kept it as its body. Now the first MIN_PAGES pages only teach the
+    # template and are read again with it.
     stories = [(title, text + more) for (title, text), more in zip(BRIEFS, MORE)]
     # Without a headline these pages are no briefs: the ordinary minimum length applies, lowered to fit them.
     rows, log, db = _crawl(tmp_path, _site(stories, anchored=False, extra=False), "-s", "NEWSDEDUP_EXTRACT_MIN_CHARS=100")
-    failures = _stat(log, "newsdedup/extract/template_failures")
-    assert failures >= 1 and _stat(log, "newsdedup/extract/template_failures/qingshan") == failures
-    hot_bodies = [r for r in rows if HOT[0] in r["text"]]
-    assert len(hot_bodies) == 1  # the site's first page, before anything was learned
-    own = [r for r in rows if r not in hot_bodies]
-    assert len(own) == len(stories) - 1
-    for row in own:
-        assert row["text"] == dict(stories)[row["title"]]
+    assert _stat(log, "newsdedup/extract/template_warmup/held") == MIN_PAGES
+    assert _stat(log, "newsdedup/extract/template_warmup/reread") == MIN_PAGES
+    assert not [r for r in rows if HOT[0] in r["text"]]
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)
+    assert all(r["text"] == dict(stories)[r["title"]] for r in rows)
     assert len({r["cluster_id"] for r in rows}) == len(rows)  # nothing joined through template text
     with sqlite3.connect(db) as conn:
         blob = conn.execute("SELECT data FROM state WHERE name = 'extract/template/qingshan'").fetchone()[0]
     template = SiteTemplate.from_bytes(bytes(blob))
-    assert template.pages == len(stories)
-    assert len(template.failures) == failures
-    assert all("recurs on other pages" in f["reason"] and f["outcome"] == "re-extracted" for f in template.failures)
+    assert template.pages == len(stories)  # each page taught it once, the pages read again too
+    # The next run starts with the template it saved: its new pages are read at once, nothing is held.
+    follow_ups = [(f"{title}（续）", more + text) for (title, text), more in zip(BRIEFS, MORE)]
+    pages = {path.replace("/news/", "/news/2"): page for path, page in _site(follow_ups, anchored=False, extra=False).items()}
+    pages["/list/1.html"] = Response("".join(f'<a href="{p}">{p}</a> ' for p in pages if p.startswith("/news/")).encode())
+    new_rows, log, _ = _crawl(tmp_path, pages, "-s", "NEWSDEDUP_EXTRACT_MIN_CHARS=100")
+    assert _stat(log, "newsdedup/extract/template_warmup/held") == 0
+    assert len(new_rows) == 2 * len(stories) and not [r for r in new_rows if HOT[0] in r["text"]]
 
 
 def _tree(title: str, body: str, hot: str = "热榜：城东新区规划公布；地铁五号线开通试运营。") -> lxml.html.HtmlElement:
@@ -234,3 +238,16 @@ def test_a_reprint_on_the_same_site_is_no_template_failure_until_min_pages_pages
     for _ in range(MIN_PAGES - 1):
         site.learn(page_lines(body), page_lines(body))
     assert site.failure("另一个标题", reprint) is not None
+
+
+def test_forget_takes_back_exactly_what_learn_counted():
+    site = SiteTemplate()
+    hot = page_lines(_tree("标题0", "正文"), "标题0")
+    first = site.learn(hot)
+    for n in range(1, MIN_PAGES):
+        site.learn(page_lines(_tree(f"标题{n}", f"第{n}篇正文，各不相同。"), f"标题{n}"))
+    assert site.pages == MIN_PAGES and site.boilerplate()  # the hot list is on MIN_PAGES pages
+    site.forget(first)
+    assert site.pages == MIN_PAGES - 1 and not site.boilerplate()  # ...and on one page fewer now
+    site.forget(first)  # forgotten already: nothing changes
+    assert site.pages == MIN_PAGES - 1

@@ -237,14 +237,25 @@ class SiteTemplate:
         """Pages the template has seen, at most ``window``."""
         return len(self._pages)
 
-    def learn(self, lines: Iterable[int], body: Iterable[int] = ()) -> None:
-        """Count one page's block hashes (``body``: those inside its article)."""
+    def learn(self, lines: Iterable[int], body: Iterable[int] = ()) -> tuple[array, array]:
+        """Count one page's block hashes (``body``: those inside its article); return what was counted, for
+        :meth:`forget`."""
         lines, body = set(lines), set(body)
         page = (array("Q", sorted(lines - body)), array("Q", sorted(lines & body)))
         self._pages.append(page)
         self._add(page, +1)
         if len(self._pages) > self.window:
             self._add(self._pages.popleft(), -1)
+        return page
+
+    def forget(self, page: tuple[array, array]) -> None:
+        """Take back what :meth:`learn` counted for a page (nothing when the window has dropped it already): a page
+        read again is checked against the other pages only, not against its own first reading."""
+        for n, seen in enumerate(self._pages):
+            if seen is page:
+                del self._pages[n]
+                self._add(page, -1)
+                return
 
     def _add(self, page: tuple[array, array], step: int) -> None:
         for counter, lines in ((self._count, page[0]), (self._count, page[1]), (self._outside, page[0])):

@@ -6,17 +6,30 @@ skipped page is recorded with its attempt count and, for a transient reason, whe
 (:mod:`newsdedup.retry`). If the worker pool is lost for good the crawl is closed as ``worker_lost``;
 pages still in flight are not recorded, so the next run fetches them again. Each page is read with its
 site's learned template and then taught to it (:mod:`newsdedup.extract.template`), in arrival order.
+
+A site's first pages come before its template knows anything: read alone, a page whose hot list or leftover
+shell text outweighs its article keeps that text, and the site's next pages, read the same way, join it in one
+"story". So while a site's template has seen fewer than :data:`~newsdedup.extract.template.MIN_PAGES` pages, a
+page only teaches it and is held (its body compressed, in memory); once the template has seen enough pages the
+held pages are read again with it, and go on to the dedup stages then (behind the pages that came meanwhile). A
+site that never gets that many pages in the run has its held pages read again when the crawl has nothing else
+to do. Templates are kept between runs, so this happens on a site's first run only. A crawl stopped first
+counts the held pages as not processed; they are not stored, so the next run fetches them again. A distributed
+crawl does not hold pages (its writer orders the results; see :mod:`newsdedup.distributed`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import zlib
 
-from scrapy.exceptions import DropItem
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider, DropItem
 
 from newsdedup.analysis import PageAnalysis, PageSkipped, WorkerLost
-from newsdedup.extract.template import SiteTemplate
+from newsdedup.extract.template import MIN_PAGES, SiteTemplate
 from newsdedup.items import ArticlePage
 from newsdedup.pipelines import StagePipeline
 from newsdedup.retry import utc_now
@@ -25,8 +38,18 @@ from newsdedup.storage.base import SkippedRecord
 logger = logging.getLogger(__name__)
 
 
+class HeldForTemplate(DropItem):
+    """The page taught its site's cold template and waits to be read again (a copy of it is held)."""
+
+
 class AnalysePipeline(StagePipeline):
     stage = "extract"
+
+    def open_spider(self) -> None:
+        super().open_spider()
+        self._rereads: set[asyncio.Task] = set()
+        self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
+        self.crawler.signals.connect(self._release_when_idle, signal=signals.spider_idle)
 
     async def process_item(self, item):
         if not self.handles(item):
@@ -39,6 +62,8 @@ class AnalysePipeline(StagePipeline):
             result = await self._analyse(page, template.boilerplate() if template is not None else frozenset())
             await state.order.wait_turn(page.ticket)
             if template is not None and isinstance(result, PageAnalysis) and not state.store.has_page(page.url):
+                if self._should_hold(page, template):
+                    self._hold(page, template, result)
                 result = await self._check_template(page, template, result)
         except WorkerLost as exc:
             await state.order.wait_turn(page.ticket)
@@ -50,6 +75,59 @@ class AnalysePipeline(StagePipeline):
             state.publish((page, result))
             return page  # with no analysis: the later stages pass it on
         return self.accept(page, result)
+
+    def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:
+        return template.pages < MIN_PAGES and not page.reread and self.state.stream is None and not self._closing()
+
+    def _closing(self) -> bool:
+        """The crawl is closing (SIGTERM, a CLOSESPIDER_* limit, a lost pool): hold nothing, send nothing back."""
+        slot = getattr(self.crawler.engine, "_slot", None)  # Scrapy has no public "closing" flag or signal
+        return self.state.closing or not self.crawler.crawling or (slot is not None and slot.closing is not None)
+
+    def _hold(self, page: ArticlePage, template: SiteTemplate, result: PageAnalysis) -> None:
+        """Teach ``page`` to its site's cold template and keep a copy to read again; drop this one (raises)."""
+        state = self.state
+        article = result.article
+        self._first_reading[page.url] = template.learn(article.block_hashes, article.body_hashes)
+        held = state.held.setdefault(page.site, [])
+        if not held and template.pages == 1:
+            logger.info("site %s: no template yet; its first %d pages are read again once it has seen them",
+                        page.site, MIN_PAGES)
+        # A copy: the dropped item still carries its ticket through Scrapy's item_dropped signal.
+        held.append(dataclasses.replace(page, body=zlib.compress(page.body, 1), ticket=None, reread=True))
+        self.inc("template_warmup/held")
+        if template.pages >= MIN_PAGES:
+            self._release(page.site)
+        raise HeldForTemplate(f"held until the template of {page.site} has seen {MIN_PAGES} pages", log_level="DEBUG")
+
+    def _release(self, site: str) -> int:
+        """Send the held pages of ``site`` through the pipelines again; return how many. A closing crawl keeps
+        them held: they are counted as not processed, and the next run fetches them again."""
+        if self._closing():
+            return 0
+        pages = self.state.held.pop(site, [])
+        scraper = self.crawler.engine.scraper
+        for page in pages:
+            page.body = zlib.decompress(page.body)
+            task = asyncio.ensure_future(scraper.start_itemproc_async(page, response=None))
+            self._rereads.add(task)
+            task.add_done_callback(self._reread_done)
+        self.inc("template_warmup/reread", len(pages))
+        return len(pages)
+
+    def _reread_done(self, task: asyncio.Task) -> None:
+        self._rereads.discard(task)
+        # A closing scraper waits until it is idle, but checks that only when a response is done, and an item
+        # sent in on its own has none: without this check a crawl stopped while a page was read again never ends.
+        scraper = self.crawler.engine.scraper
+        check = getattr(scraper, "_check_if_closing", None)
+        if check is not None and scraper.slot is not None and scraper.slot.closing is not None:
+            check()
+
+    def _release_when_idle(self, spider) -> None:
+        """Nothing else to do: read the held pages of sites whose template never warmed up in this run."""
+        if sum(self._release(site) for site in list(self.state.held)):
+            raise DontCloseSpider
 
     def accept(self, page: ArticlePage, result):
         """Record a skipped page, drop a page stored before, hand an article on to the dedup stages."""
@@ -81,6 +159,9 @@ class AnalysePipeline(StagePipeline):
         (a hot list taken for the article) is a template failure: the page is extracted again without that
         text, so it never joins unrelated stories into one cluster (see SiteTemplate.settle)."""
         article = result.article
+        first_reading = self._first_reading.pop(page.url, None) if page.reread else None
+        if first_reading is not None:  # judged by the other pages, then taught what this reading found
+            template.forget(first_reading)
         failure = template.failure(article.title, article.text)
         if failure is not None:
             shared = template.retry_boilerplate()

@@ -30,7 +30,7 @@ from scrapy.settings import BaseSettings
 from newsdedup import options, retention, runstats
 from newsdedup.analysis import AnalysisPool, ExtractOptions, PageSkipped
 from newsdedup.dedup.engine import ExactRef, ExactStage
-from newsdedup.items import FetchFailure
+from newsdedup.items import ArticlePage, FetchFailure
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
@@ -116,6 +116,8 @@ class CrawlState:
         self.store_error: str | None = None  # why the final commit failed
         self.lost: dict[str, int] = {}  # pages fetched but never recorded, by site
         self._closing = False
+        # Pages of sites whose template is still cold, kept (body compressed) to be read again (pipelines/analyse.py).
+        self.held: dict[str, list[ArticlePage]] = {}
         self.stages: dict[str, object] = {}  # the pipelines by stage name
         # A distributed crawl: the run, its result stream and URL filter, the writer role when this process has it.
         self.run = None
@@ -152,6 +154,11 @@ class CrawlState:
     def page_lost(self, site: str) -> None:
         """A fetched page that will not be recorded in this run (the next run fetches it again)."""
         self.lost[site] = self.lost.get(site, 0) + 1
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`stop_crawl` asked the crawl to close."""
+        return self._closing
 
     def stop_crawl(self, reason: str) -> None:
         """Close the spider with ``reason`` (once), e.g. when the worker pool cannot be rebuilt."""
@@ -306,6 +313,10 @@ class CrawlState:
             return
         stats = self.crawler.stats
         not_saved = self.store.pending_count()
+        for site, pages in self.held.items():  # stopped before they were read again: the next run fetches them
+            for _ in pages:
+                self.page_lost(site)
+        self.held.clear()
         for (site, what), count in self.store.committed.items():
             if self.run is not None and what.startswith(("skipped/", "failed/")):
                 continue  # a distributed crawl's process counts its own (publish()); the writer commits everyone's
