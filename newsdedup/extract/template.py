@@ -26,7 +26,7 @@ The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site'
 ...         "<ul class='hot'><li>热门一：城东新区规划公布</li><li>热门二：地铁五号线开通</li></ul></body></html>")
 >>> site = SiteTemplate()
 >>> for n in range(3):
-...     site.learn(page_lines(page(f"标题{n}", f"第{n}篇正文，内容各不相同。"), f"标题{n}"))
+...     _ = site.learn(page_lines(page(f"标题{n}", f"第{n}篇正文，内容各不相同。"), f"标题{n}"))
 >>> tree = page("标题9", "第九篇正文，内容也不同。")
 >>> strip_boilerplate(tree, site.boilerplate(), "标题9")
 1
