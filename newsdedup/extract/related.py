@@ -182,13 +182,60 @@ def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
 
 # Elements whose text is no heading of a block (see _remove_heading_blocks).
 _NOT_ANCHORS = frozenset({"html", "head", "title", "body"})
+# More than _MAX_HEADING_CHARS CJK unified ideographs: NFKC keeps each of them as it is (it has no
+# decomposition and composes with nothing) and each is a letter, so the normalized text is longer than any
+# heading. Checked at C speed on the raw text, it spares normalizing the page's prose.
+_MANY_IDEOGRAPHS = re.compile(r"(?:[^\u4e00-\u9fff]*[\u4e00-\u9fff]){%d}" % (_MAX_HEADING_CHARS + 1))
+# Where NFKC finds CJK unified ideographs other than in themselves: radicals, enclosed and compatibility
+# ideographs and their supplements (tests/test_extract_related.py checks this against all of Unicode).
+_IDEOGRAPH_SOURCES = ((0x2E80, 0x2FDF), (0x3000, 0x33FF), (0xF900, 0xFAFF), (0x1F200, 0x1F2FF), (0x2F800, 0x2FA1F))
+
+
+def _key_chars(words: Sequence[str]) -> str | None:
+    """Ideographs such that every word holds one (chosen greedily, fewest first), or None if a word has none."""
+    left = [set(word) for word in words]
+    chosen = []
+    while left:
+        candidates = {c for word in left for c in word if "\u4e00" <= c <= "\u9fff"}
+        if not candidates or any(not any("\u4e00" <= c <= "\u9fff" for c in word) for word in left):
+            return None
+        best = max(sorted(candidates), key=lambda c: sum(c in word for word in left))
+        chosen.append(best)
+        left = [word for word in left if best not in word]
+    return "".join(chosen)
+
+
+class _HeadingSearch:
+    """:func:`_heading_word` for ``words``, with an exact screen that rejects most texts before normalizing.
+
+    Every word holds one of a few key ideographs; a text whose NFKC form holds none of them (no key, and no
+    character that NFKC turns into one) holds no word, and neither does one with too many ideographs.
+    """
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = tuple(words)
+        keys = _key_chars(self.words)
+        if keys is None:
+            self.screen = None
+            return
+        sources = set(keys) | {chr(code) for low, high in _IDEOGRAPH_SOURCES for code in range(low, high + 1)
+                               if any(k in unicodedata.normalize("NFKC", chr(code)) for k in keys)}
+        self.screen = re.compile("[" + "".join(sorted(sources)) + "]")
+
+    def __call__(self, text: str) -> str | None:
+        if self.screen is not None and (_MANY_IDEOGRAPHS.match(text) or not self.screen.search(text)):
+            return None
+        return _heading_word(text, self.words)
+
+
+_HEADINGS = _HeadingSearch(_HEADING_WORDS)
 
 
 def _measure(
-    root: HtmlElement, heading_words: Sequence[str] | None = None
+    root: HtmlElement, headings: _HeadingSearch | None = None
 ) -> tuple[dict[HtmlElement, TextStats], list[HtmlElement]]:
-    """:func:`measure`, and with ``heading_words`` the elements whose own text pieces (its text, its children's
-    tails) hold one of them as a heading (:func:`_heading_word`), in document order.
+    """:func:`measure`, and with ``headings`` the elements one of whose own text pieces (its text, its
+    children's tails) is such a heading, in document order.
 
     One walk over the tree reads every text piece once: the counts, the summary lines under headlines and
     the heading search all come from it. Walking the text in document order, after a link of
@@ -200,9 +247,8 @@ def _measure(
     # Per element: text, link, prose, links, summary, items, item_text (TextStats' fields, in that order).
     rows: list[list[int]] = []
     anchors: set[int] = set()
-    open_rows: list[list[int]] = []  # of the elements being walked, outermost first
-    open_linked: list[bool] = []  # whether each is an <a> or inside one
-    open_index: list[int] = []
+    # The elements being walked, outermost first: (row, an <a> or inside one, index, may be a heading).
+    stack: list[tuple[list[int], bool, int, bool]] = []
     after_headline = False
     gap = 0  # characters of other text since the headline
     link_chars = 0  # visible characters inside the link being walked
@@ -215,20 +261,21 @@ def _measure(
             others.setdefault(parent, []).append(node.tail)
 
     for event, el in etree.iterwalk(root, events=("start", "end")):
-        tag = el.tag
         if event == "start":
-            parent_linked = open_linked[-1] if open_linked else False
-            linked = tag == "a" or parent_linked
-            if tag == "a" and not parent_linked:
-                link_chars = 0
+            tag = el.tag
+            parent_linked = stack[-1][1] if stack else False
+            if tag == "a":
+                linked = True
+                if not parent_linked:
+                    link_chars = 0
+            else:
+                linked = parent_linked
             index = len(elements)
             row = [0, 0, 0, 0, 0, 0, 0]
+            anchorable = headings is not None and tag not in _NOT_ANCHORS
+            stack.append((row, linked, index, anchorable))
             elements.append(el)
             rows.append(row)
-            open_rows.append(row)
-            open_linked.append(linked)
-            open_index.append(index)
-            pieces = [el.text]
             if others and el in others:
                 for piece in others[el]:  # counted, not searched for summaries
                     n = _visible(piece)
@@ -238,25 +285,26 @@ def _measure(
                             row[1] += n
                         else:
                             row[2] += _prose(piece)
-                pieces += others[el]
-            if heading_words is not None and tag not in _NOT_ANCHORS:
-                if any(piece and _heading_word(piece, heading_words) for piece in pieces):
-                    anchors.add(index)
+                        if anchorable and headings(piece):
+                            anchors.add(index)
             piece = el.text
         else:
-            row = open_rows.pop()
-            linked = open_linked.pop()
-            index = open_index.pop()
+            row, _, _, _ = stack.pop()
+            tag = el.tag
             if tag == "a":
                 row[3] += 1
-            if tag in _ITEM_TAGS:  # an item counts once, whatever items it holds
+            elif tag in _ITEM_TAGS:  # an item counts once, whatever items it holds
                 row[5], row[6] = (1, row[0]) if row[0] else (0, 0)
-            if not open_rows:
+            if not stack:
                 break  # the root's tail is no part of it
-            parent_row = open_rows[-1]
-            for k in range(7):
-                parent_row[k] += row[k]
-            linked = open_linked[-1]
+            parent_row, linked, index, anchorable = stack[-1]
+            parent_row[0] += row[0]
+            parent_row[1] += row[1]
+            parent_row[2] += row[2]
+            parent_row[3] += row[3]
+            parent_row[4] += row[4]
+            parent_row[5] += row[5]
+            parent_row[6] += row[6]
             if tag == "a" and not linked:
                 if link_chars >= _MIN_HEADLINE_CHARS:
                     after_headline, gap = True, 0
@@ -265,16 +313,14 @@ def _measure(
                     after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
             piece = el.tail
             row = parent_row
-            index = open_index[-1]
-            if piece and heading_words is not None and index not in anchors and elements[index].tag not in _NOT_ANCHORS:
-                if _heading_word(piece, heading_words):
-                    anchors.add(index)
         # The piece (an element's text, or the tail of the element just closed) belongs to `row`.
         if not piece:
             continue
-        n = _visible(piece)
+        n = len("".join(piece.split()))  # _visible, inline: this runs for every text piece of the page
         if not n:
             continue
+        if anchorable and index not in anchors and headings(piece):
+            anchors.add(index)
         row[0] += n
         if linked:
             row[1] += n
@@ -306,13 +352,13 @@ def _is_top(el: HtmlElement) -> bool:
 
 
 class _Remover:
-    def __init__(self, root: HtmlElement, heading_words: Sequence[str]) -> None:
+    def __init__(self, root: HtmlElement, headings: _HeadingSearch) -> None:
         self.root = root
-        self.refresh(heading_words)
+        self.refresh(headings)
 
-    def refresh(self, heading_words: Sequence[str] | None = None) -> None:
-        """Measure the tree again (and find the elements holding a heading of ``heading_words``)."""
-        self.stats, self.anchors = _measure(self.root, heading_words)
+    def refresh(self, headings: _HeadingSearch | None = None) -> None:
+        """Measure the tree again (and find the elements holding one of ``headings``)."""
+        self.stats, self.anchors = _measure(self.root, headings)
         body = self.root.find("body") if self.root.tag == "html" else self.root
         page = self.stats.get(body) if body is not None else None
         self.total_prose = page.prose if page is not None else 0
@@ -478,7 +524,7 @@ def remove_boilerplate(tree: HtmlElement, extra_selectors: Sequence[str] = ()) -
         for el in matches:
             if el is not root:
                 removed += _drop(el)
-    remover = _Remover(root, _HEADING_WORDS)
+    remover = _Remover(root, _HEADINGS)
     # Each pass works on the counts of what is left; re-measuring walks the whole tree, so it is done
     # only when the pass before removed something.
     dropped = _remove_heading_blocks(remover)
