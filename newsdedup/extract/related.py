@@ -185,7 +185,8 @@ _NOT_ANCHORS = frozenset({"html", "head", "title", "body"})
 # More than _MAX_HEADING_CHARS CJK unified ideographs: NFKC keeps each of them as it is (it has no
 # decomposition and composes with nothing) and each is a letter, so the normalized text is longer than any
 # heading. Checked at C speed on the raw text, it spares normalizing the page's prose.
-_MANY_IDEOGRAPHS = re.compile(r"(?:[^\u4e00-\u9fff]*[\u4e00-\u9fff]){%d}" % (_MAX_HEADING_CHARS + 1))
+# Anchored (\A): unanchored, a search would retry from every position, quadratic on long text with few ideographs.
+_MANY_IDEOGRAPHS = re.compile(r"\A(?:[^\u4e00-\u9fff]*[\u4e00-\u9fff]){%d}" % (_MAX_HEADING_CHARS + 1))
 # Where NFKC finds CJK unified ideographs other than in themselves: radicals, enclosed and compatibility
 # ideographs and their supplements (tests/test_extract_related.py checks this against all of Unicode).
 _IDEOGRAPH_SOURCES = ((0x2E80, 0x2FDF), (0x3000, 0x33FF), (0xF900, 0xFAFF), (0x1F200, 0x1F2FF), (0x2F800, 0x2FA1F))
