@@ -1,6 +1,6 @@
 """Crawl throughput: the full newsdedup pipeline against Scrapy alone and a naive in-reactor pipeline.
 
-    python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data] [--small]
+    python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data] [--small] [--against DIR]
 
 Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in real portal pages of the
 shared data, 90-250 KB, whose article the evaluation's shell maker replaced; with ``--small``, in a 5 KB portal
@@ -12,9 +12,12 @@ engine with the project's settings (no delays, no robots.txt), each in a fresh p
 - ``naive``: :class:`NaivePipeline`, trafilatura + jieba + Simhash per item in the reactor thread (the baseline);
 - ``full_w0`` / ``full_w1`` / ``full_w2``: the newsdedup pipelines with 0 (inline), 1 and 2 worker processes.
 
-pages/s = article pages / Scrapy's ``elapsed_time_seconds`` (pool start-up included).  ``--rounds`` repeats the
+pages/s = article pages / Scrapy's ``elapsed_time_seconds`` (pool start-up included); CPU a page = the crawl
+process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine.  ``--rounds`` repeats the
 configurations interleaved (this shared VM drifts by 20-30% between minutes) and reports medians; the ratios to
-``naive`` are taken per round, in the same run.
+``naive`` are taken per round, in the same run. ``--against DIR`` also crawls each ``full_*`` configuration with the
+``newsdedup`` package of another checkout (``DIR/newsdedup``, e.g. ``git worktree add /tmp/main main``), in the same
+rounds: a change's effect measured before and after on the same machine minutes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import gzip
 import html
 import json
 import multiprocessing
+import os
 import random
 import statistics
 import subprocess
@@ -123,17 +127,22 @@ def serve(root: str, ports) -> None:
 _crawls = count(1)
 
 
-def start_one(name: str, sites_file: Path, workdir: Path, round_number: int = 1, **overrides) -> tuple:
+def start_one(
+    name: str, sites_file: Path, workdir: Path, round_number: int = 1, code: Path | None = None, **overrides
+) -> tuple:
     """Start a crawl in a fresh process with the project's settings, ``CONFIGS[name]`` and ``overrides`` (by
-    default into a new SQLite store: an old one would skip every page); returns (process, stats file)."""
-    stats_file = workdir / f"{name}.{round_number}.{next(_crawls)}.stats.json"
-    settings = {"NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.sqlite'}", "DOWNLOAD_DELAY": 0,
+    default into a new SQLite store: an old one would skip every page); returns (process, stats file).
+    ``code``: a checkout whose ``newsdedup`` package the crawl imports instead of the installed one."""
+    crawl = next(_crawls)
+    stats_file = workdir / f"{name}.{round_number}.{crawl}.stats.json"
+    settings = {"NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.{crawl}.sqlite'}", "DOWNLOAD_DELAY": 0,
                 "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 16,
                 "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
                 "DEPTH_LIMIT": 0, **CONFIGS.get(name, {}), **overrides}
-    code = f"""
+    script = f"""
 import json, sys, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
+{f"sys.path.insert(0, {str(code)!r})" if code is not None else ""}
 from scrapy.crawler import CrawlerProcess
 from scrapy.settings import Settings
 settings = Settings(); settings.setmodule("newsdedup.settings", priority="project")
@@ -144,9 +153,13 @@ process.crawl(crawler, sites={str(sites_file)!r})
 process.start()
 stats = {{k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}}
 stats["cpu_seconds"] = time.process_time()  # this process's own CPU (worker processes not included)
+import resource
+children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the analysis workers, ended and reaped by now
+stats["cpu_children_seconds"] = children.ru_utime + children.ru_stime
 open({str(stats_file)!r}, "w").write(json.dumps(stats))
 """
-    return subprocess.Popen([sys.executable, "-c", code], cwd=REPO), stats_file
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
+    return subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env if code is not None else None), stats_file
 
 
 def finish_one(process: subprocess.Popen, stats_file: Path) -> dict:
@@ -166,7 +179,7 @@ def serve_site(pages: int, data: Path, *, small: bool = False) -> tuple:
     server.start()
     base = f"http://127.0.0.1:{ports.get(timeout=10)}"
     sites_file = workdir / "sites.toml"
-    sites_file.write_text(f'[[site]]\nname = "bench"\nstart_urls = [{", ".join(f"{base}/list/{n}.html" for n in range(lists))}]\n'
+    sites_file.write_text(f'[[site]]\nname = "bench"\nstart_urls = [{", ".join(json.dumps(f"{base}/list/{n}.html") for n in range(lists))}]\n'
                           f'allowed_domains = ["127.0.0.1"]\narticle_url_pattern = \'{base}/a/\\d+\\.html\'\n', encoding="utf-8")
     return workdir, sites_file, server
 
@@ -178,23 +191,38 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times, interleaved")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
     parser.add_argument("--small", action="store_true", help="5 KB template pages instead of real-size portal pages")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="also run the full_* configurations with the newsdedup package of the checkout in DIR")
     args = parser.parse_args()
+    if args.against is not None and not (args.against / "newsdedup" / "__init__.py").is_file():
+        parser.error(f"--against {args.against}: no newsdedup package there (give the root of a checkout)")
+    names = args.configs.split(",")
+    unknown = [name for name in names if name not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {', '.join(unknown)}; choose among {', '.join(CONFIGS)}")
+    runs: dict[str, tuple[str, Path | None]] = {}  # label: (configuration, checkout); a twin right after its own
+    for name in names:
+        runs[name] = (name, None)
+        if args.against is not None and name.startswith("full"):
+            runs[f"{name}@{args.against.name}"] = (name, args.against.resolve())
     workdir, sites_file, server = serve_site(args.pages, args.data, small=args.small)
-    rates: dict[str, list[float]] = {name: [] for name in args.configs.split(",")}
+    rates: dict[str, list[float]] = {label: [] for label in runs}
     try:
         for round_number in range(1, args.rounds + 1):
-            for name in rates:
-                stats = finish_one(*start_one(name, sites_file, workdir, round_number))
+            for name, (config, code) in runs.items():
+                stats = finish_one(*start_one(config, sites_file, workdir, round_number, code))
                 pages, seconds = stats.get("newsdedup/crawl/article_pages", 0), stats["elapsed_time_seconds"]
                 rates[name].append(pages / seconds)
-                print(f"round {round_number}  {name:12s} {pages:5d} pages in {seconds:7.2f} s = {pages / seconds:7.1f} "
-                      "pages/s", flush=True)
+                cpu = stats["cpu_seconds"] + stats.get("cpu_children_seconds", 0.0)
+                print(f"round {round_number}  {name:20s} {pages:5d} pages in {seconds:7.2f} s = {pages / seconds:7.1f} "
+                      f"pages/s; CPU {1000 * cpu / max(pages, 1):5.1f} ms a page (crawl process "
+                      f"{1000 * stats['cpu_seconds'] / max(pages, 1):.1f})", flush=True)
     finally:
         server.terminate()
     print("\nconfiguration   pages/s (median)   x naive (median of per-round ratios; per round)")
     for name, values in rates.items():
         ratios = [v / n for v, n in zip(values, rates.get("naive", []))]
-        print(f"{name:14s} {statistics.median(values):10.1f}   "
+        print(f"{name:20s} {statistics.median(values):10.1f}   "
               f"{statistics.median(ratios) if ratios else float('nan'):10.2f}   {[round(r, 2) for r in ratios]}")
 
 

@@ -188,3 +188,64 @@ def test_is_related_heading(text, expected):
 
 def test_normalize_heading_strips_punctuation_and_space():
     assert normalize_heading("【相关 阅读】：") == "相关阅读"
+
+
+def test_measure_counts_the_tails_of_comments_and_every_piece_in_its_element():
+    parser = lxml.html.HTMLParser(remove_comments=False)
+    tree = lxml.html.document_fromstring(
+        "<html><body><div id='d'>开头<!-- note -->注释后面的一句话，也是正文的一部分。<a href='/1'>链接文字</a>尾巴</div>"
+        "<ul id='u'><li>第一项</li><li><a href='/2'>第二项</a></li><li> </li></ul></body></html>", parser=parser)
+    stats = measure(tree)
+    d, u = stats[tree.get_element_by_id("d")], stats[tree.get_element_by_id("u")]
+    tail = "注释后面的一句话，也是正文的一部分。"
+    assert (d.text, d.link, d.prose, d.links) == (2 + len(tail) + 4 + 2, 4, len(tail), 1)
+    assert (u.items, u.item_text, u.link, u.links) == (2, 6, 3, 1)
+    assert list(stats)[-2:] == [tree.find("body"), tree]  # children before their parents
+
+
+def test_the_heading_screen_rests_on_facts_of_unicode():
+    # related._HeadingSearch rejects a text without normalizing it on two grounds, checked here on all of Unicode:
+    # (1) a CJK unified ideograph is its own NFKC form, a letter, and part of no canonical composition;
+    import sys
+    import unicodedata
+
+    from newsdedup.extract import related
+
+    ideographs = [chr(c) for c in range(0x4E00, 0xA000)]
+    assert all(unicodedata.normalize("NFKC", c) == c and c.isalnum() for c in ideographs)
+    for code in range(sys.maxunicode + 1):
+        decomposition = unicodedata.decomposition(chr(code))
+        if decomposition and not decomposition.startswith("<"):
+            parts = [int(part, 16) for part in decomposition.split()]
+            assert len(parts) < 2 or not any(0x4E00 <= part <= 0x9FFF for part in parts), hex(code)
+    # (2) outside _IDEOGRAPH_SOURCES no character normalizes to text holding such an ideograph.
+    sources = related._IDEOGRAPH_SOURCES
+    for code in range(sys.maxunicode + 1):
+        if any(low <= code <= high for low, high in sources) or 0x4E00 <= code <= 0x9FFF:
+            continue
+        assert not any("\u4e00" <= c <= "\u9fff" for c in unicodedata.normalize("NFKD", chr(code))), hex(code)
+
+
+def test_the_heading_screen_agrees_with_the_full_check():
+    from newsdedup.extract.related import _HEADING_WORDS, _HEADINGS, _heading_word
+
+    texts = ["相关阅读", "【相关阅读】：", "相 关 阅 读", "⽂章推荐", "推荐文章", "更多精彩", "首页", "国内新闻",
+             "网友评论（12）", "分享到：", "热读", "今天的天气很好，" * 3, "这是一段很长的正文里顺便提到相关阅读四个字",
+             "24小时排行", "２４小时排行", "精彩推薦", "㊙相关新闻", "", " "]
+    for text in texts:
+        assert _HEADINGS(text) == _heading_word(text, _HEADING_WORDS), text
+    # Every heading word written with the radicals and compatibility ideographs NFKC turns into its characters.
+    import unicodedata
+
+    from newsdedup.extract.related import _IDEOGRAPH_SOURCES
+
+    variant_of = {}
+    for low, high in _IDEOGRAPH_SOURCES:
+        for code in range(low, high + 1):
+            normal = unicodedata.normalize("NFKC", chr(code))
+            if len(normal) == 1:
+                variant_of.setdefault(normal, chr(code))
+    written = ["".join(variant_of.get(c, c) for c in word) for word in _HEADING_WORDS]
+    assert sum(w != word for w, word in zip(written, _HEADING_WORDS)) >= 20
+    for text in written:
+        assert _HEADINGS(text) is not None and _HEADINGS(text) == _heading_word(text, _HEADING_WORDS), text

@@ -197,6 +197,10 @@ def _extract(
 ) -> Article:
     html = _decode_checked(page, max_bytes)
     root = _parse(html)
+    # lxml makes a Python object for a node each time a walk reaches it while no object for it is alive, and
+    # lxml.html picks that object's class in a Python callback: the dozen walks below would pay that for
+    # every node again. Holding one object per node for the whole extraction makes later walks reuse them.
+    nodes = list(root.iter())  # noqa: F841 - held, not read
     body = root.find("body")
     if body is None or not _has_text(body):
         _raise_no_text(root, "page has no visible text")

@@ -158,7 +158,9 @@ class TextStats:
 
 
 def _visible(piece: str | None) -> int:
-    return 0 if not piece else len(piece) - sum(len(m) for m in _SPACE.findall(piece))
+    # str.split() splits at exactly the characters the regex \s matches (both use str.isspace), several
+    # times faster than summing the lengths of whitespace runs.
+    return 0 if not piece else sum(map(len, piece.split()))
 
 
 def _prose(piece: str | None) -> int:
@@ -170,90 +172,172 @@ def _prose(piece: str | None) -> int:
     return _visible(stripped)
 
 
-def _summary_prose(root: HtmlElement, in_link: set[HtmlElement]) -> dict[HtmlElement, int]:
-    """Per element, the prose of its own text pieces that is the summary line under a headline link.
+def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
+    """Text, link-text and prose character counts of every element (children counted in their parents).
 
-    Walks the text in document order: after a link of :data:`_MIN_HEADLINE_CHARS` or more, the next prose
-    run outside links is that headline's summary when it is short (:data:`_MAX_SUMMARY_CHARS`) and only a
-    little text without sentence punctuation (a date, a source name) lies between the two.
+    The dict lists children before their parents (reverse document order).
     """
-    own: dict[HtmlElement, int] = {}
+    return _measure(root)[0]
+
+
+# Elements whose text is no heading of a block (see _remove_heading_blocks).
+_NOT_ANCHORS = frozenset({"html", "head", "title", "body"})
+# More than _MAX_HEADING_CHARS CJK unified ideographs: NFKC keeps each of them as it is (it has no
+# decomposition and composes with nothing) and each is a letter, so the normalized text is longer than any
+# heading. Checked at C speed on the raw text, it spares normalizing the page's prose.
+# Anchored (\A): unanchored, a search would retry from every position, quadratic on long text with few ideographs.
+_MANY_IDEOGRAPHS = re.compile(r"\A(?:[^\u4e00-\u9fff]*[\u4e00-\u9fff]){%d}" % (_MAX_HEADING_CHARS + 1))
+# Where NFKC finds CJK unified ideographs other than in themselves: radicals, enclosed and compatibility
+# ideographs and their supplements (tests/test_extract_related.py checks this against all of Unicode).
+_IDEOGRAPH_SOURCES = ((0x2E80, 0x2FDF), (0x3000, 0x33FF), (0xF900, 0xFAFF), (0x1F200, 0x1F2FF), (0x2F800, 0x2FA1F))
+
+
+def _key_chars(words: Sequence[str]) -> str | None:
+    """Ideographs such that every word holds one (chosen greedily, fewest first), or None if a word has none."""
+    left = [set(word) for word in words]
+    chosen = []
+    while left:
+        candidates = {c for word in left for c in word if "\u4e00" <= c <= "\u9fff"}
+        if not candidates or any(not any("\u4e00" <= c <= "\u9fff" for c in word) for word in left):
+            return None
+        best = max(sorted(candidates), key=lambda c: sum(c in word for word in left))
+        chosen.append(best)
+        left = [word for word in left if best not in word]
+    return "".join(chosen)
+
+
+class _HeadingSearch:
+    """:func:`_heading_word` for ``words``, with an exact screen that rejects most texts before normalizing.
+
+    Every word holds one of a few key ideographs; a text whose NFKC form holds none of them (no key, and no
+    character that NFKC turns into one) holds no word, and neither does one with too many ideographs.
+    """
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = tuple(words)
+        keys = _key_chars(self.words)
+        if keys is None:
+            self.screen = None
+            return
+        sources = set(keys) | {chr(code) for low, high in _IDEOGRAPH_SOURCES for code in range(low, high + 1)
+                               if any(k in unicodedata.normalize("NFKC", chr(code)) for k in keys)}
+        self.screen = re.compile("[" + "".join(sorted(sources)) + "]")
+
+    def __call__(self, text: str) -> str | None:
+        if self.screen is not None and (_MANY_IDEOGRAPHS.match(text) or not self.screen.search(text)):
+            return None
+        return _heading_word(text, self.words)
+
+
+_HEADINGS = _HeadingSearch(_HEADING_WORDS)
+
+
+def _measure(
+    root: HtmlElement, headings: _HeadingSearch | None = None
+) -> tuple[dict[HtmlElement, TextStats], list[HtmlElement]]:
+    """:func:`measure`, and with ``headings`` the elements one of whose own text pieces (its text, its
+    children's tails) is such a heading, in document order.
+
+    One walk over the tree reads every text piece once: the counts, the summary lines under headlines and
+    the heading search all come from it. Walking the text in document order, after a link of
+    :data:`_MIN_HEADLINE_CHARS` or more the next prose run outside links is that headline's summary when it
+    is short (:data:`_MAX_SUMMARY_CHARS`) and only a little text without sentence punctuation (a date, a
+    source name) lies between the two.
+    """
+    elements: list[HtmlElement] = []  # in document order
+    # Per element: text, link, prose, links, summary, items, item_text (TextStats' fields, in that order).
+    rows: list[list[int]] = []
+    anchors: set[int] = set()
+    # The elements being walked, outermost first: (row, an <a> or inside one, index, may be a heading).
+    stack: list[tuple[list[int], bool, int, bool]] = []
     after_headline = False
     gap = 0  # characters of other text since the headline
     link_chars = 0  # visible characters inside the link being walked
-
-    def text_piece(owner: HtmlElement, piece: str | None, linked: bool) -> None:
-        nonlocal after_headline, gap, link_chars
-        if linked:
-            link_chars += _visible(piece)
-            return
-        n = _prose(piece)
-        if n:
-            if after_headline and n <= _MAX_SUMMARY_CHARS:
-                own[owner] = own.get(owner, 0) + n
-            after_headline = False
-        else:
-            gap += _visible(piece)
-            after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
+    # The walk yields elements only; comments and processing instructions (which a page parsed without
+    # removing them holds) are pieces of their parent through their tails, outside the summary search.
+    others: dict[HtmlElement, list[str]] = {}
+    for node in root.iter(etree.Comment, etree.ProcessingInstruction, etree.Entity):
+        parent = node.getparent()
+        if node is not root and parent is not None and node.tail:
+            others.setdefault(parent, []).append(node.tail)
 
     for event, el in etree.iterwalk(root, events=("start", "end")):
-        parent = el.getparent()
         if event == "start":
-            if el.tag == "a" and parent not in in_link:
-                link_chars = 0
-            if isinstance(el.tag, str):
-                text_piece(el, el.text, el in in_link)
-            continue
-        if el.tag == "a" and parent not in in_link:
-            if link_chars >= _MIN_HEADLINE_CHARS:
-                after_headline, gap = True, 0
-            else:  # a short link (a source, "更多") between headline and summary is part of the gap
-                gap += link_chars
-                after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
-        if parent is not None and el is not root:
-            text_piece(parent, el.tail, parent in in_link)
-    return own
-
-
-def measure(root: HtmlElement) -> dict[HtmlElement, TextStats]:
-    """Text, link-text and prose character counts of every element (children counted in their parents)."""
-    elements = [el for el in root.iter() if isinstance(el.tag, str)]
-    in_link: set[HtmlElement] = set()
-    for el in elements:
-        if el.tag == "a" or el.getparent() in in_link:
-            in_link.add(el)
-    summary = _summary_prose(root, in_link)
-    stats: dict[HtmlElement, TextStats] = {}
-    for el in reversed(elements):  # children before their parents
-        s = TextStats()
-        linked = el in in_link
-        pieces = [el.text] + [child.tail for child in el]
-        for piece in pieces:
-            n = _visible(piece)
-            s.text += n
-            if linked:
-                s.link += n
+            tag = el.tag
+            parent_linked = stack[-1][1] if stack else False
+            if tag == "a":
+                linked = True
+                if not parent_linked:
+                    link_chars = 0
             else:
-                s.prose += _prose(piece)
-        if el.tag == "a":
-            s.links += 1
-        s.summary = summary.get(el, 0)
-        is_item = el.tag in _ITEM_TAGS
-        for child in el:
-            cs = stats.get(child)
-            if cs is not None:
-                s.text += cs.text
-                s.link += cs.link
-                s.prose += cs.prose
-                s.links += cs.links
-                s.summary += cs.summary
-                if not is_item:
-                    s.items += cs.items
-                    s.item_text += cs.item_text
-        if is_item and s.text:
-            s.items, s.item_text = 1, s.text
-        stats[el] = s
-    return stats
+                linked = parent_linked
+            index = len(elements)
+            row = [0, 0, 0, 0, 0, 0, 0]
+            anchorable = headings is not None and tag not in _NOT_ANCHORS
+            stack.append((row, linked, index, anchorable))
+            elements.append(el)
+            rows.append(row)
+            if others and el in others:
+                for piece in others[el]:  # counted, not searched for summaries
+                    n = _visible(piece)
+                    if n:
+                        row[0] += n
+                        if linked:
+                            row[1] += n
+                        else:
+                            row[2] += _prose(piece)
+                        if anchorable and headings(piece):
+                            anchors.add(index)
+            piece = el.text
+        else:
+            row, _, _, _ = stack.pop()
+            tag = el.tag
+            if tag == "a":
+                row[3] += 1
+            elif tag in _ITEM_TAGS:  # an item counts once, whatever items it holds
+                row[5], row[6] = (1, row[0]) if row[0] else (0, 0)
+            if not stack:
+                break  # the root's tail is no part of it
+            parent_row, linked, index, anchorable = stack[-1]
+            parent_row[0] += row[0]
+            parent_row[1] += row[1]
+            parent_row[2] += row[2]
+            parent_row[3] += row[3]
+            parent_row[4] += row[4]
+            parent_row[5] += row[5]
+            parent_row[6] += row[6]
+            if tag == "a" and not linked:
+                if link_chars >= _MIN_HEADLINE_CHARS:
+                    after_headline, gap = True, 0
+                else:  # a short link (a source, "更多") between headline and summary is part of the gap
+                    gap += link_chars
+                    after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
+            piece = el.tail
+            row = parent_row
+        # The piece (an element's text, or the tail of the element just closed) belongs to `row`.
+        if not piece:
+            continue
+        n = len("".join(piece.split()))  # _visible, inline: this runs for every text piece of the page
+        if not n:
+            continue
+        if anchorable and index not in anchors and headings(piece):
+            anchors.add(index)
+        row[0] += n
+        if linked:
+            row[1] += n
+            link_chars += n
+            continue
+        p = n if (n >= _MIN_PROSE_RUN or len(piece.strip()) >= _MIN_PROSE_RUN) and _SENTENCE_PUNCT.search(piece) else 0
+        if p:
+            row[2] += p
+            if after_headline and p <= _MAX_SUMMARY_CHARS:
+                row[4] += p
+            after_headline = False
+        else:
+            gap += n
+            after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
+    stats = {elements[i]: TextStats(*rows[i]) for i in range(len(elements) - 1, -1, -1)}
+    return stats, [elements[i] for i in sorted(anchors)]
 
 
 def _drop(el: HtmlElement) -> bool:
@@ -269,12 +353,13 @@ def _is_top(el: HtmlElement) -> bool:
 
 
 class _Remover:
-    def __init__(self, root: HtmlElement) -> None:
+    def __init__(self, root: HtmlElement, headings: _HeadingSearch) -> None:
         self.root = root
-        self.refresh()
+        self.refresh(headings)
 
-    def refresh(self) -> None:
-        self.stats = measure(self.root)
+    def refresh(self, headings: _HeadingSearch | None = None) -> None:
+        """Measure the tree again (and find the elements holding one of ``headings``)."""
+        self.stats, self.anchors = _measure(self.root, headings)
         body = self.root.find("body") if self.root.tag == "html" else self.root
         page = self.stats.get(body) if body is not None else None
         self.total_prose = page.prose if page is not None else 0
@@ -329,16 +414,10 @@ def _text_before(parent: HtmlElement, child: HtmlElement) -> int:
     return count
 
 
-def _remove_heading_blocks(remover: _Remover, words: Sequence[str]) -> int:
-    anchors: list[HtmlElement] = []
-    for el in remover.root.iter():
-        if not isinstance(el.tag, str) or el.tag in ("html", "head", "title", "body"):
-            continue
-        pieces = [el.text] + [child.tail for child in el]
-        if any(piece and _heading_word(piece, words) for piece in pieces):
-            anchors.append(el)
+def _remove_heading_blocks(remover: _Remover) -> int:
+    """Delete the blocks opened by the headings the remover found (:attr:`_Remover.anchors`)."""
     removed = 0
-    for anchor in anchors:
+    for anchor in remover.anchors:
         if anchor.getparent() is None or not _attached(anchor, remover.root):
             continue  # already gone with an earlier block
         stats = remover.stats.get(anchor)
@@ -446,10 +525,10 @@ def remove_boilerplate(tree: HtmlElement, extra_selectors: Sequence[str] = ()) -
         for el in matches:
             if el is not root:
                 removed += _drop(el)
-    remover = _Remover(root)
+    remover = _Remover(root, _HEADINGS)
     # Each pass works on the counts of what is left; re-measuring walks the whole tree, so it is done
     # only when the pass before removed something.
-    dropped = _remove_heading_blocks(remover, _HEADING_WORDS)
+    dropped = _remove_heading_blocks(remover)
     if dropped:
         remover.refresh()
     removed += dropped
