@@ -15,7 +15,8 @@ code  name                   meaning
 4     not_saved              records could not be committed (database locked or damaged); their pages
                              are fetched again by the next run
 5     pages_not_processed    the worker pool was lost, or pages hit extraction errors, crashed workers or
-                             the per-page time limit (listed by ``newsdedup failures``, tried again later)
+                             the per-page time limit (listed by ``newsdedup failures``, tried again later),
+                             or a failing JOBDIR queue lost scheduled requests
 6     site_failed            a site found no article links, or too many of its requests failed
 7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished
 ====  =====================  ===========================================================================
@@ -64,6 +65,7 @@ class RunFacts:
     not_saved: int = 0  # records whose commit failed
     store_error: str | None = None  # why
     worker_lost: str | None = None  # why the pool is gone, if it is
+    requests_lost: int = 0  # scheduled requests a failing JOBDIR disk queue took with it (newsdedup.jobdir)
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
     max_http_error_share: float = 0.2
 
@@ -84,6 +86,10 @@ def judge(facts: RunFacts) -> Verdict:
         found.append((ExitCode.NOT_SAVED, facts.store_error or f"{facts.not_saved} records could not be saved"))
     if facts.worker_lost:
         found.append((ExitCode.PAGES_NOT_PROCESSED, f"extraction workers lost: {facts.worker_lost}"))
+    if facts.requests_lost:
+        found.append((ExitCode.PAGES_NOT_PROCESSED,
+                      f"{facts.requests_lost} scheduled request(s) were lost with the failing JOBDIR queue; "
+                      "the next run finds them again on the list pages"))
     for tally in facts.sites:
         errors = {reason: n for reason, n in tally.skipped.items() if reason in PROCESSING_ERRORS}
         if errors:

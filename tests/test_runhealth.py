@@ -70,6 +70,8 @@ def test_a_clean_run_is_ok_and_a_closespider_limit_is_the_users_choice():
     (RunFacts("finished", [ok_site(article_links=0, fetched=0, unique=0, repeats=0)], had_links_before={"sina": True}),
      ExitCode.SITE_FAILED, "although earlier runs found some"),
     (RunFacts("shutdown", [ok_site()]), ExitCode.INTERRUPTED, "stopped before it finished (shutdown)"),
+    (RunFacts("finished", [ok_site()], requests_lost=7), ExitCode.PAGES_NOT_PROCESSED,
+     "7 scheduled request(s) were lost with the failing JOBDIR queue"),
 ])
 def test_what_fails_a_run(facts, code, says):
     verdict = judge(facts)

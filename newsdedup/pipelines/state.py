@@ -335,6 +335,7 @@ class CrawlState:
         verdict = judge(RunFacts(
             finish_reason=reason, sites=tallies, not_saved=not_saved, store_error=self.store_error,
             worker_lost=self.pool.lost if self.pool is not None else None, had_links_before=had_links,
+            requests_lost=stats.get_value("newsdedup/jobdir/requests_lost", 0),
             max_http_error_share=self.settings.max_http_error_share,
         ))
         finished_at = iso(utc_now())
