@@ -727,6 +727,7 @@ def build_site(
     hot_rows = {s.name: [tuple(map(html.unescape, row)) for row in re.findall(r"<li><b>(.*?)</b> (.*?)</li>", s.template)]
                 for s in hard if s.portal.endswith("+hot_list")}
     hot = {name: tuple(headline for headline, _ in rows) for name, rows in hot_rows.items()}
+    hot_lines = {name: [" ".join(row) for row in rows] for name, rows in hot_rows.items()}
     pages: list[BenchPage] = []
     for doc, shell, path in zip(docs, assigned, paths):
         others = [item for item in rng.sample(quotable, min(len(quotable), 3 * high)) if story_of_path[item.href] != doc["story"]]
@@ -742,7 +743,7 @@ def build_site(
             script=doc.get("kind") in _JUNK_KINDS,
         )
         pages.append(BenchPage(path=path, doc_id=doc["id"], shell=shell.name, body=body, content_type=shell.content_type,
-                               related_layout=layout, quoted=_quoted(items, [" ".join(r) for r in hot_rows.get(shell.name, ())])))
+                               related_layout=layout, quoted=_quoted(items, hot_lines.get(shell.name, ()))))
     docs_by_id = {d["id"]: d for d in docs}
     lists = [pages[i : i + list_size] for i in range(0, len(pages), list_size)]
     list_pages = {

@@ -27,7 +27,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import BaseSettings
 
-from newsdedup import options, retention, runstats
+from newsdedup import jobdir, options, retention, runstats
 from newsdedup.analysis import AnalysisPool, ExtractOptions, PageSkipped
 from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.items import ArticlePage, FetchFailure
@@ -151,9 +151,9 @@ class CrawlState:
         if site is not None:
             self.page_lost(site)
 
-    def page_lost(self, site: str) -> None:
-        """A fetched page that will not be recorded in this run (the next run fetches it again)."""
-        self.lost[site] = self.lost.get(site, 0) + 1
+    def page_lost(self, site: str, count: int = 1) -> None:
+        """Fetched pages that will not be recorded in this run (the next run fetches them again)."""
+        self.lost[site] = self.lost.get(site, 0) + count
 
     @property
     def closing(self) -> bool:
@@ -314,8 +314,7 @@ class CrawlState:
         stats = self.crawler.stats
         not_saved = self.store.pending_count()
         for site, pages in self.held.items():  # stopped before they were read again: the next run fetches them
-            for _ in pages:
-                self.page_lost(site)
+            self.page_lost(site, len(pages))
         self.held.clear()
         for (site, what), count in self.store.committed.items():
             if self.run is not None and what.startswith(("skipped/", "failed/")):
@@ -335,7 +334,7 @@ class CrawlState:
         verdict = judge(RunFacts(
             finish_reason=reason, sites=tallies, not_saved=not_saved, store_error=self.store_error,
             worker_lost=self.pool.lost if self.pool is not None else None, had_links_before=had_links,
-            requests_lost=stats.get_value("newsdedup/jobdir/requests_lost", 0),
+            requests_lost=stats.get_value(jobdir.STATS_PREFIX + "requests_lost", 0),
             max_http_error_share=self.settings.max_http_error_share,
         ))
         finished_at = iso(utc_now())
