@@ -19,7 +19,15 @@ import pytest
 
 from conftest import REPO_ROOT
 from newsdedup.demo.server import LoopbackServer, Response, site_entry
-from newsdedup.extract.template import MIN_PAGES, SiteTemplate, page_lines, strip_boilerplate
+from newsdedup.extract.template import (
+    FOREIGN_HEADLINE_SHARE,
+    MIN_PAGES,
+    SiteTemplate,
+    TemplateFailure,
+    headline_share,
+    page_lines,
+    strip_boilerplate,
+)
 
 # Briefs of 40-150 characters, written for these tests.
 BRIEFS = (
@@ -56,7 +64,15 @@ HOT = [
 ]
 
 
-def _page(title: str, text: str, *, anchored: bool) -> bytes:
+# The story a page template was cut from and never emptied of: it stands in the article element of every page,
+# before the page's own article (a shell some CMS exports leave behind).
+LEFTOVER = (
+    "据档案馆介绍，这批清代契约文书共三百二十件，年代跨越乾隆至宣统，内容涉及土地买卖、房屋典当、宗族分家和婚嫁聘礼。",
+    "修复人员先用软毛刷清除表面浮尘，再以手工纸逐页托裱，破损严重的几件需要补配纸张，颜色、厚度和纹理都要与原件接近。",
+)
+
+
+def _page(title: str, text: str, *, anchored: bool, leftover: bool = False) -> bytes:
     """An article page with the hot list beside it. ``anchored`` pages carry the headline and dateline a
     one-page extractor anchors on, the hot list as list items; the others only a <title>, and the hot list as
     plain paragraphs that outweigh the article."""
@@ -65,15 +81,17 @@ def _page(title: str, text: str, *, anchored: bool) -> bytes:
         hot = '<ul class="hotlist">' + "".join(f"<li>{html.escape(line)}</li>" for line in HOT) + "</ul>"
     else:
         head, hot = "", "".join(f"<p>{html.escape(line)}</p>" for line in HOT)
+    old = "".join(f"<p>{line}</p>" for line in LEFTOVER) if leftover else ""
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}_青山网</title></head>
 <body><div class="top"><a href="/">首页</a> <a href="/list/1.html">本地</a> <a href="/list/1.html">财经</a></div>
-<div class="wrap"><div class="main">{head}<div class="content"><p>{html.escape(text)}</p></div></div>
+<div class="wrap"><div class="main">{head}<div class="content">{old}<p>{html.escape(text)}</p></div></div>
 <div class="side"><div class="hot-title">今日热点</div>{hot}</div></div>
 <div class="foot">青山网 版权所有 未经授权禁止转载</div></body></html>""".encode()
 
 
-def _site(stories, *, anchored: bool, extra: bool = True) -> dict[str, Response]:
-    pages = {f"/news/{n + 1}.html": Response(_page(t, x, anchored=anchored)) for n, (t, x) in enumerate(stories)}
+def _site(stories, *, anchored: bool, extra: bool = True, leftover: bool = False) -> dict[str, Response]:
+    pages = {f"/news/{n + 1}.html": Response(_page(t, x, anchored=anchored, leftover=leftover))
+             for n, (t, x) in enumerate(stories)}
     if extra:
         pages["/news/99.html"] = Response(_page(*TOO_SHORT, anchored=anchored))
         # A page under the article pattern that is a list of links.
@@ -154,6 +172,49 @@ def test_a_sites_first_pages_wait_for_its_template_and_never_keep_the_hot_list(t
     assert len(new_rows) == 2 * len(stories) and not [r for r in new_rows if HOT[0] in r["text"]]
 
 
+def test_another_articles_text_left_in_every_page_never_makes_one_story(tmp_path):
+    # Every page's article element starts with the same two paragraphs of a story none of the headlines is
+    # about; read alone, each page keeps them. They are less than half of each body, so the pages' bodies are not
+    # "mostly shared text": only their unlikeness to the headline gives them away.
+    assert all(headline_share(title, "".join(LEFTOVER)) < FOREIGN_HEADLINE_SHARE for title, _ in BRIEFS)
+    stories = [(title, text + more) for (title, text), more in zip(BRIEFS, MORE)]
+    rows, log, _ = _crawl(tmp_path, _site(stories, anchored=True, extra=False, leftover=True))
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)  # own text only, none lost
+    assert len({r["cluster_id"] for r in rows}) == len(stories)
+    # The first MIN_PAGES - 1 pages are read again once the template has seen MIN_PAGES pages; from then on a
+    # page's body shows the leftover beside its own text, and the retry strips it.
+    assert _stat(log, "newsdedup/extract/template_failures") == len(stories)
+    assert "unlike the headline; re-extracted" in log, re.findall("template failure.*", log)
+
+
+def test_recurring_paragraphs_unlike_the_headline_are_a_failure_and_a_reprint_under_its_headline_is_not():
+    site = SiteTemplate()
+    own = [f"<p>{text}{more}</p>" for (_, text), more in zip(BRIEFS, MORE)]
+    leftover = "".join(f"<p>{line}</p>" for line in LEFTOVER)
+    for n in range(MIN_PAGES - 1):  # two other pages: the leftover is on MIN_PAGES pages with the next one
+        tree = _tree(BRIEFS[n][0], leftover + own[n])
+        site.learn(page_lines(tree, BRIEFS[n][0]), page_lines(tree.find_class("txt")[0], BRIEFS[n][0]))
+    title, text = BRIEFS[5]
+    body = "\n".join([*LEFTOVER, text + MORE[5]])
+    failure = site.failure(title, body)
+    assert failure is not None and failure.foreign and "unlike the headline" in failure.reason
+    assert len(failure.foreign) == len(LEFTOVER) and failure.foreign <= site.retry_boilerplate(failure)
+    assert site.settle("u5", title, failure, text + MORE[5]) == "re-extracted"
+    assert site.failure(title, text + MORE[5]) is None
+    # The same story on two other pages of the site, under its own headline: a reprint, left to the dedup stages.
+    reprint = SiteTemplate()
+    story = BRIEFS[0][1] + MORE[0]
+    for n in range(MIN_PAGES - 1):
+        tree = _tree(f"{BRIEFS[0][0]}（{n}）", f"<p>{story}</p>")
+        reprint.learn(page_lines(tree, BRIEFS[0][0]), page_lines(tree.find_class("txt")[0], BRIEFS[0][0]))
+    assert reprint.failure(BRIEFS[0][0], story) is None
+    # ...and the leftover on fewer pages is not known to recur yet.
+    fresh = SiteTemplate()
+    tree = _tree(BRIEFS[1][0], leftover + own[1])
+    fresh.learn(page_lines(tree, BRIEFS[1][0]), page_lines(tree.find_class("txt")[0], BRIEFS[1][0]))
+    assert fresh.failure(title, body) is None
+
+
 def _tree(title: str, body: str, hot: str = "热榜：城东新区规划公布；地铁五号线开通试运营。") -> lxml.html.HtmlElement:
     return lxml.html.document_fromstring(
         f"<html><body><h1>{title}</h1><div class='txt'>{body}</div><div class='hot'><p>{hot}</p></div></body></html>"
@@ -186,7 +247,7 @@ def test_the_window_forgets_and_bodies_are_never_template():
     for n in range(4):
         site.learn([7, 8, 100 + n], body=[8])
     assert site.pages == 3 and site.boilerplate() == frozenset({7})  # 8 sits in every body: article text
-    assert site.retry_boilerplate() == frozenset({7, 8, 101, 102, 103})
+    assert site.retry_boilerplate(TemplateFailure(1.0, 3)) == frozenset({7, 8, 101, 102, 103})
 
 
 def test_failure_settle_and_round_trip():

@@ -156,15 +156,16 @@ class AnalysePipeline(StagePipeline):
 
     async def _check_template(self, page: ArticlePage, template: SiteTemplate, result: PageAnalysis):
         """Learn the page into its site's template. A body that is mostly text other pages of the site carry
-        (a hot list taken for the article) is a template failure: the page is extracted again without that
-        text, so it never joins unrelated stories into one cluster (see SiteTemplate.settle)."""
+        (a hot list taken for the article), or that holds recurring paragraphs unlike its headline (a shell's
+        leftover article), is a template failure: the page is extracted again without that text, so it never
+        joins unrelated stories into one cluster (see SiteTemplate.failure and settle)."""
         article = result.article
         first_reading = self._first_reading.pop(page.url, None) if page.reread else None
         if first_reading is not None:  # judged by the other pages, then taught what this reading found
             template.forget(first_reading)
         failure = template.failure(article.title, article.text)
         if failure is not None:
-            shared = template.retry_boilerplate()
+            shared = template.retry_boilerplate(failure)
             retried = await self._analyse(page, shared, retry=True)
             own = 0
             if isinstance(retried, PageSkipped) and retried.reason in ("too_short", "empty"):
