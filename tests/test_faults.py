@@ -131,10 +131,9 @@ def test_a_hung_page_is_skipped_at_the_time_limit_and_the_pages_behind_it_go_on(
         site.set_page("/a/900.html", big_article_html(22))
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
-        started = time.monotonic()
+        # The skip's reason is the evidence that the limit fired (no wall-clock bound: on a loaded machine the crawl
+        # around the page takes longer, and a timed assertion then fails for the wrong reason).
         result = run_crawl(sites, db, *BIG, "-s", f"NEWSDEDUP_EXTRACT_TIMEOUT={LIMIT}")
-        elapsed = time.monotonic() - started
-        assert elapsed < 2 * LIMIT, (elapsed, result.stderr[-2000:])
         assert result.returncode == ExitCode.PAGES_NOT_PROCESSED, result.stderr[-3000:]
         assert_all_recorded(site, db, {"/a/900.html": ("skipped", "timeout")})
         assert len(rows(db, "SELECT url FROM articles")) == 20

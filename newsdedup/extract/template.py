@@ -171,9 +171,10 @@ def strip_boilerplate(
 
     An element goes when at most :data:`_MAX_NEW_SHARE` of its text is new to the site and none of the new
     text is prose, so a container holding the article (new prose) always stays. With ``keep_shared_prose``,
-    template prose that stands among the article's own paragraphs stays too: a series of articles shares an
-    introduction, a column its standing note, and those are the article's text however often the site repeats
-    them (a template failure is retried without that mercy).
+    template prose that stands among the article's own paragraphs and shares the page's headline
+    (:data:`FOREIGN_HEADLINE_SHARE`) stays too: a series of articles shares an introduction that names its
+    subject, and that is the article's text however often the site repeats it. A copyright notice or another
+    article's leftover among the paragraphs goes (a template failure is retried without any mercy).
     """
     if not boilerplate:
         return 0
@@ -190,12 +191,15 @@ def strip_boilerplate(
         prose = len(text.strip()) >= _MIN_PROSE and bool(_SENTENCE_PUNCT.search(text))
         if prose and not known:
             paragraphs.add(el)
+        # Template prose earns the mercy only when it speaks of the page's headline: a standing copyright notice
+        # or another article's leftover among the paragraphs does not.
+        merciful = known and prose and (not title or headline_share(title, norm) >= FOREIGN_HEADLINE_SHARE)
         for node in (el, *el.iterancestors()):  # charged to the block and every ancestor
             total[node] += len(norm)
             if not known:
                 new[node] += len(norm)
                 new_prose[node] += len(norm) if prose else 0
-            elif prose:
+            elif merciful:
                 known_prose[node] += len(norm)
     doomed: list[HtmlElement] = []
     done: set[HtmlElement] = set()  # deleted or kept whole
@@ -232,9 +236,7 @@ class TemplateFailure:
     share: float  # of the body's characters, in lines other pages of the site carry
     pages: int  # the most other pages any of those lines appears on
     template_pages: int = 0  # ...outside those pages' own bodies (where it is template, not an article)
-    #: Hashes of the body's recurring lines when they do not share the page's headline (another article's text,
-    #: which the retry strips); empty when the body is mostly shared text.
-    foreign: frozenset[int] = frozenset()
+    foreign: bool = False  # the recurring text does not share the page's headline: another article's text
 
     @property
     def reason(self) -> str:
@@ -301,12 +303,10 @@ class SiteTemplate:
         """Blocks outside the body on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
         return frozenset(self._known)
 
-    def retry_boilerplate(self, failure: TemplateFailure) -> frozenset[int]:
-        """The stricter template a template failure is retried with: every block hash other pages of the site
-        carry when the body was mostly such text; the template and the body's foreign lines when only those were
-        another article's (the page's own article may share a line with a reprint of it on the same site)."""
-        if failure.foreign:
-            return self._known | failure.foreign
+    def retry_boilerplate(self) -> frozenset[int]:
+        """Every block hash other pages of the site carry: the stricter template a template failure is retried with.
+        (All of them, not only the body lines that failed: a body's lines and the page's blocks need not align, as
+        when a leftover article is one block of ``<br>`` lines.)"""
         return frozenset(self._count)
 
     def failure(self, title: str | None, text: str) -> TemplateFailure | None:
@@ -338,11 +338,13 @@ class SiteTemplate:
                 most, most_outside = max(most, count), max(most_outside, outside)
         if total == 0:
             return None
+        text_of_others = "".join(recurring.values())
+        foreign = bool(title) and len(text_of_others) >= FOREIGN_MIN_CHARS and (
+            headline_share(title, text_of_others) < FOREIGN_HEADLINE_SHARE)
         if shared >= FAILURE_SHARE * total:
-            return TemplateFailure(shared / total, most, most_outside)
-        foreign = "".join(recurring.values())
-        if len(foreign) >= FOREIGN_MIN_CHARS and title and headline_share(title, foreign) < FOREIGN_HEADLINE_SHARE:
-            return TemplateFailure(len(foreign) / total, most, most_outside, foreign=frozenset(recurring))
+            return TemplateFailure(shared / total, most, most_outside, foreign)
+        if foreign:
+            return TemplateFailure(len(text_of_others) / total, most, most_outside, foreign)
         return None
 
     def settle(
@@ -354,15 +356,16 @@ class SiteTemplate:
         gave no article), ``own_chars`` how many characters of its own were left all the same. Outcomes:
         ``"re-extracted"``, use the retried text; ``"too_short"``, the page's own text is real but too short
         to keep; ``"template_only"``, nothing of its own is left and the shared text is template (outside the
-        bodies of :attr:`min_pages` pages or more, this one counted). None: nothing of its own is left and the
-        text is other pages' body text: it is the article, reprinted on this site under another title.
+        bodies of :attr:`min_pages` pages or more, this one counted), or text unlike the headline on as many.
+        None: nothing of its own is left and the text is other pages' body text: it is the article, reprinted on
+        this site under another title.
         Failures are kept in :attr:`failures` with their reason and outcome.
         """
         if retried_text and self.failure(title, retried_text) is None:
             outcome = "re-extracted"
         elif own_chars >= _MIN_OWN:
             outcome = "too_short"
-        elif failure.foreign or failure.template_pages >= self.min_pages - 1:
+        elif max(failure.template_pages, failure.pages if failure.foreign else 0) >= self.min_pages - 1:
             outcome = "template_only"
         else:
             return None

@@ -165,7 +165,7 @@ class AnalysePipeline(StagePipeline):
             template.forget(first_reading)
         failure = template.failure(article.title, article.text)
         if failure is not None:
-            shared = template.retry_boilerplate(failure)
+            shared = template.retry_boilerplate()
             retried = await self._analyse(page, shared, retry=True)
             own = 0
             if isinstance(retried, PageSkipped) and retried.reason in ("too_short", "empty"):
