@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import shlex
 import shutil
@@ -64,6 +65,16 @@ def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_p
     assert "'newsdedup/store/articles': 3" in log  # the first run stores the three articles ...
     assert "'newsdedup/urlfilter/filtered': 3" in log  # ... the second fetches none of them again
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["totals"]["stories"] == 1
+    assert not list(tmp_path.glob(".report.json.*"))  # written beside it, then renamed over it
+
+
+def test_a_report_that_cannot_be_written_is_logged_and_the_monitor_goes_on(site, tmp_path):
+    (tmp_path / "www").write_text("a file where the report's folder should be", encoding="utf-8")
+    process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "www" / "report.html"))
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert log.count("crawl finished with exit status 0") == 2 and log.count("report not written to") == 2
+    assert "Traceback" not in log and "Traceback" not in process.stderr.read()
 
 
 def test_a_run_that_finds_the_lock_taken_does_not_start(site, tmp_path):
@@ -95,6 +106,29 @@ def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(sit
     stored = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] + conn.execute(
         "SELECT COUNT(*) FROM repeats").fetchone()[0]
     assert stored >= 3  # what was fetched before the stop is committed, not lost
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_ctrl_c_in_a_terminal_stops_the_crawl_once_gracefully(site, tmp_path):
+    """Ctrl-C signals the terminal's whole foreground process group. The crawl runs in a group of its own, so it
+    gets one SIGINT (the monitor's), never the terminal's as well: two are Scrapy's forced, unclean stop."""
+    site.publish("alpha", 2, "慢页面", OTHER_STORY, "2026-11-16 11:00")
+    site.pages["/alpha/news/2.html"].delay = 4.0
+    process = monitor(tmp_path, "--every", "1h", start_new_session=True)  # a job in a shell: its own group
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not site.requests["/alpha/news/2.html"]:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    (crawl,) = _children(process.pid)
+    assert os.getpgid(crawl) != os.getpgid(process.pid)
+    os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    assert process.wait(timeout=120) == 0
+    text = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert text.count("Received SIGINT") == 1 and "twice" not in text, text[-2000:]
+    assert "stopping (SIGINT)" in text and "crawl finished" in text
 
 
 def test_readme_crontab_line():
