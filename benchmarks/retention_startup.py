@@ -5,8 +5,9 @@
 Builds (once, at --db) a SQLite store the way the crawl writes it: ``--articles`` articles over 400 days, the last
 ``--recent`` of them fetched within the past 30 days (50,000 is about 1,700 a day: a deployment crawling a dozen
 portals), 5% of them near-duplicates; texts cycled from the real Sina texts, SpotSigs multisets from
-benchmarks/near_index_scaling.py's generator (drawn to match the Sina texts' statistics). Then a real
-``scrapy crawl portal`` against a local site with one empty list page, so the run is start-up (open the store,
+benchmarks/index_scaling.py's generator (drawn to match the Sina texts' statistics). Then a real
+``scrapy crawl portal`` against a local site with one list page whose one article link robots.txt refuses, so
+the run fetches no article and is start-up (open the store,
 rebuild the URL filter, the exact filter and the SpotSigs index) and shutdown, in three configurations, rounds
 interleaved: an empty store (the baseline), the 1M store with ``NEWSDEDUP_RETENTION_DAYS=30`` and with ``0``
 (no window). Wall time and the crawl process's peak resident memory (``wait4``), medians.
@@ -32,11 +33,13 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from near_index_scaling import DEFAULT_DATA, REPO_ROOT, SpotDocuments  # noqa: E402
+from index_scaling import DEFAULT_DATA, SpotDocuments  # noqa: E402
 
 from newsdedup.dedup.features import pack_spots  # noqa: E402
 from newsdedup.storage.sqlite import ARTICLE_COLUMNS, CLUSTER_COLUMNS, DATED_COLUMNS, SQLiteStore  # noqa: E402
 from newsdedup.timespec import utc_iso  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 SITES = ("sina", "sohu", "qq", "163", "xinhua", "people", "ifeng", "thepaper", "chinanews")
 
@@ -103,14 +106,23 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=1_000_000)
     parser.add_argument("--recent", type=int, default=50_000, help="articles fetched within the last 30 days")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--db", type=Path, default=Path(tempfile.gettempdir()) / "newsdedup-1m.sqlite")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="the store to build once and reuse (default: newsdedup-ARTICLES-RECENT.sqlite in the "
+                        "temporary folder, so another size never reuses a store of the wrong size)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
+    if args.recent > args.articles:
+        parser.error(f"--recent ({args.recent:,}) cannot exceed --articles ({args.articles:,})")
+    args.db = args.db or Path(tempfile.gettempdir()) / f"newsdedup-{args.articles}-{args.recent}.sqlite"
     if not args.db.exists():
         print(f"building {args.db} ...", file=sys.stderr)
         build_store(args.db, articles=args.articles, recent=args.recent, data=args.data)
     with tempfile.TemporaryDirectory() as root:
-        Path(root, "index.html").write_text("<html><body>no news yet</body></html>", encoding="utf-8")
+        # One article link that robots.txt refuses: the run finds a link (a list page without any fails the
+        # site, exit status 6) and fetches nothing but robots.txt and the list page, so no store changes.
+        Path(root, "index.html").write_text('<html><body><a href="/news/1.html">news</a></body></html>',
+                                            encoding="utf-8")
+        Path(root, "robots.txt").write_text("User-agent: *\nDisallow: /news/\n", encoding="utf-8")
         server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=root))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         site_url = f"http://127.0.0.1:{server.server_address[1]}/index.html"

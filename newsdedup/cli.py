@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -76,7 +77,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     try:
         since = _since(args.since)
-        fields = _list_option([args.fields]) if args.fields else EXPORT_FIELDS
+        fields = EXPORT_FIELDS if args.fields is None else _list_option([args.fields])
+        if not fields:
+            raise ValueError(f"--fields: no field given; choose from {','.join(EXPORT_FIELDS)}")
         unknown = [f for f in fields if f not in EXPORT_FIELDS]
         if unknown:
             raise ValueError(f"--fields: unknown field(s) {', '.join(unknown)}; choose from {','.join(EXPORT_FIELDS)}")
@@ -166,7 +169,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         since = _since(args.since)
     except ValueError as exc:
-        print(f"newsdedup report: {exc}", file=sys.stderr)
+        print(f"newsdedup report: error: {exc}", file=sys.stderr)
         return 2
     store = _open_existing_store("report", args.storage)
     if store is None:
@@ -174,7 +177,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         report = _build_report(store, since=since, site=args.site, min_copies=args.min_copies, query=args.query)
     except ValueError as exc:
-        print(f"newsdedup report: {exc}", file=sys.stderr)
+        print(f"newsdedup report: error: {exc}", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -193,19 +196,31 @@ def _build_report(store, **filters) -> dict:
 
 
 def _write_report(report: dict, fmt: str, output: str, *, top: int) -> None:
+    """The report to standard output, or to a file replaced whole: a web server or a program reading the
+    file while the monitor rewrites it sees the old report or the new one, never half of one."""
     from newsdedup.report import render_html, write_csv
 
-    out = _open_output(output)
-    try:
+    def write(out: TextIO) -> None:
         if fmt == "json":
             out.write(json.dumps(report, ensure_ascii=False, indent=1) + "\n")
         elif fmt == "csv":
             write_csv(report, out)
         else:
             out.write(render_html(report, top=top))
-    finally:
-        if out is not sys.stdout:
-            out.close()
+
+    if output == "-":
+        write(sys.stdout)
+        return
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # same folder: os.replace is atomic there
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="") as out:
+            write(out)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 # -- monitor -------------------------------------------------------------------------------
@@ -222,7 +237,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             if "=" not in setting:
                 raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
     except ValueError as exc:
-        print(f"newsdedup monitor: {exc}", file=sys.stderr)
+        print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
     log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr  # noqa: SIM115
     command = crawl_command(storage_uri=args.storage, sites=args.sites, site=args.site, settings=args.setting or ())
@@ -231,22 +246,31 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     def after_run(status: int) -> None:
         if not args.report:
             return
-        store = _open_existing_store("monitor", args.storage)
-        if store is None:
-            return
+        from newsdedup.storage import StoreError
+
+        # A report that cannot be written (a full disk, a folder without permission, a damaged database) is
+        # logged; the monitor keeps crawling, and the next run writes it again.
         try:
-            since = _since(args.report_since)
-            report = _build_report(store, since=since, site=None, min_copies=1, query=None)
-        finally:
-            store.close()
-        _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
-                      args.report, top=args.top)
+            store = _open_existing_store("monitor", args.storage)
+            if store is None:
+                monitor.say(f"report not written to {args.report}: the database could not be opened")
+                return
+            try:
+                since = _since(args.report_since)
+                report = _build_report(store, since=since, site=None, min_copies=1, query=None)
+            finally:
+                store.close()
+            _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
+                          args.report, top=args.top)
+        except (OSError, StoreError) as exc:
+            monitor.say(f"report not written to {args.report}: {exc}")
+            return
         monitor.say(f"report written to {args.report} ({report['totals']['stories']} stories since {since})")
 
     try:
         monitor = Monitor(command, every=every, lock=lock, log=log, runs=args.runs, after_run=after_run)
     except ValueError as exc:
-        print(f"newsdedup monitor: {exc}", file=sys.stderr)
+        print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, monitor.stop)
     signal.signal(signal.SIGINT, monitor.stop)
@@ -615,7 +639,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["antecedents"]:
         return cmd_antecedents(argparse.Namespace(), argv[1:])
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # The reader went away (`newsdedup export | head`): stop quietly, as a Unix filter does, with the
+        # status a shell gives a process SIGPIPE ended (128 + 13). An --incremental export has saved no position.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would raise again
+        return 141
 
 
 if __name__ == "__main__":

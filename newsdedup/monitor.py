@@ -8,7 +8,9 @@ same lock with ``flock -n``, so a cron job, a systemd timer and a monitor can sh
 still never run together: a run that finds the lock held is skipped and logged.
 
 SIGTERM or SIGINT stops the monitor after the running crawl has shut down cleanly (the signal is passed
-on as SIGINT, Scrapy's graceful stop), so no batch is lost.
+on as SIGINT, Scrapy's graceful stop), so no batch is lost. The crawl runs in a process group of its own:
+Ctrl-C in a terminal signals the whole foreground group, and a crawl in the monitor's group would get
+that SIGINT and the monitor's, which Scrapy takes for a second Ctrl-C and answers with an unclean stop.
 """
 
 from __future__ import annotations
@@ -120,7 +122,9 @@ class Monitor:
             # From any folder, not only the project root: the installed package's settings.
             env.setdefault("SCRAPY_SETTINGS_MODULE", "newsdedup.settings")
             self.say("crawl started: " + " ".join(self.command[1:]))
-            self._child = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            # process_group=0: the terminal's Ctrl-C reaches the monitor only, which passes on exactly one SIGINT.
+            self._child = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                           process_group=0)
             status = self._child.wait()
             self._child = None
         finally:

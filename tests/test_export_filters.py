@@ -4,6 +4,8 @@ PostgreSQL (part of the store contract)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -62,6 +64,7 @@ def test_filters_combine(db):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--fields", "url,body"), "unknown field(s) body"),
+    (("--fields", ""), "no field given"),
     (("--status", "dup"), "unknown status dup"),
     (("--since", "last week"), "not a date or time"),
 ])
@@ -82,3 +85,14 @@ def test_incremental_exports_only_what_is_new_per_consumer(db):
     assert urls(new) == ["http://d/1", "http://e/1"] and "new since the last --incremental default export" in log
     assert len(export(db, "--incremental", "archive")[0]) == 6  # another consumer has its own position
     assert export(db, "--incremental")[0] == []
+
+
+def test_a_reader_that_goes_away_ends_the_export_quietly_and_keeps_the_position(db):
+    """`newsdedup export --incremental | head`: no traceback, the status of a process SIGPIPE ended, and the
+    incremental position not moved (what the reader did not take is exported again)."""
+    command = [sys.executable, "-m", "newsdedup.cli", "export", "--storage", db, "--incremental"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before the first line is written
+    stderr = process.communicate(timeout=120)[1].decode()
+    assert process.returncode == 141 and "Traceback" not in stderr, stderr
+    assert len(export(db, "--incremental")[0]) == 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import shlex
 import shutil
@@ -64,6 +65,16 @@ def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_p
     assert "'newsdedup/store/articles': 3" in log  # the first run stores the three articles ...
     assert "'newsdedup/urlfilter/filtered': 3" in log  # ... the second fetches none of them again
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["totals"]["stories"] == 1
+    assert not list(tmp_path.glob(".report.json.*"))  # written beside it, then renamed over it
+
+
+def test_a_report_that_cannot_be_written_is_logged_and_the_monitor_goes_on(site, tmp_path):
+    (tmp_path / "www").write_text("a file where the report's folder should be", encoding="utf-8")
+    process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "www" / "report.html"))
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert log.count("crawl finished with exit status 0") == 2 and log.count("report not written to") == 2
+    assert "Traceback" not in log and "Traceback" not in process.stderr.read()
 
 
 def test_a_run_that_finds_the_lock_taken_does_not_start(site, tmp_path):
@@ -97,19 +108,50 @@ def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(sit
     assert stored >= 3  # what was fetched before the stop is committed, not lost
 
 
-def test_readme_crontab_line():
-    (block,) = re.findall(r"```cron\n(.*?)```", SCHEDULING, re.S)
-    lines = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
-    assert lines
-    for line in lines:
-        fields = line.split(None, 5)
-        assert croniter.is_valid(" ".join(fields[:5])), fields[:5]
-        command = fields[5]
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_ctrl_c_in_a_terminal_stops_the_crawl_once_gracefully(site, tmp_path):
+    """Ctrl-C signals the terminal's whole foreground process group. The crawl runs in a group of its own, so it
+    gets one SIGINT (the monitor's), never the terminal's as well: two are Scrapy's forced, unclean stop."""
+    site.publish("alpha", 2, "慢页面", OTHER_STORY, "2026-11-16 11:00")
+    site.pages["/alpha/news/2.html"].delay = 4.0
+    process = monitor(tmp_path, "--every", "1h", start_new_session=True)  # a job in a shell: its own group
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not site.requests["/alpha/news/2.html"]:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    (crawl,) = _children(process.pid)
+    assert os.getpgid(crawl) != os.getpgid(process.pid)
+    os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    assert process.wait(timeout=120) == 0
+    text = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert text.count("Received SIGINT") == 1 and "twice" not in text, text[-2000:]
+    assert "stopping (SIGINT)" in text and "crawl finished" in text
+
+
+def crontab_commands(text: str) -> list[str]:
+    """The commands of the crontab lines in ``text``'s cron blocks, each line's schedule checked."""
+    commands = []
+    for block in re.findall(r"```cron\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if line.strip() and not line.startswith("#"):
+                fields = line.split(None, 5)
+                assert croniter.is_valid(" ".join(fields[:5])), fields[:5]
+                commands.append(fields[5])
+    return commands
+
+
+def test_readme_crontab_lines():
+    commands = crontab_commands(SCHEDULING)
+    assert len(commands) == 2  # the crawl under flock, and Scrapyd's scheduling
+    for command in commands:
         assert subprocess.run(["bash", "-n", "-c", command]).returncode == 0
-        # The same lock as `newsdedup monitor` on that database, and the output appended to a log file.
-        assert lock_of(command) == str(schedule_lock_path(storage_uri_of(command)))
-        assert re.search(r">> \S+\.log 2>&1$", command)
-        assert "scrapy crawl portal" in command
+        assert re.search(r">> \S+\.log 2>&1$", command)  # the output appended to a log file
+    (crawl,) = [command for command in commands if "scrapy crawl portal" in command]
+    # The same lock as `newsdedup monitor` on that database.
+    assert lock_of(crawl) == str(schedule_lock_path(storage_uri_of(crawl)))
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
@@ -139,10 +181,14 @@ def _get(url: str) -> dict:
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the README schedules Scrapyd jobs with curl")
 def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
-    """The README's Scrapyd lines, with this test's port and paths: deploy the project, schedule a crawl."""
-    block = re.findall(r"```sh\n(.*?)```", SCHEDULING.split("**Scrapyd**", 1)[1], re.S)[0]
+    """The README's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
+    command queues a crawl when Scrapyd is idle, and nothing while that job waits or runs."""
+    scrapyd_part = SCHEDULING.split("**Scrapyd**", 1)[1]
+    block = re.findall(r"```sh\n(.*?)```", scrapyd_part, re.S)[0]
     deploy, schedule = (next(line for line in block.splitlines() if line.startswith(word))
                         for word in ("scrapyd-deploy", "curl"))
+    (cron,) = crontab_commands(scrapyd_part)
+    assert schedule.replace("curl ", "curl -sf ", 1) in cron  # the one-off line and the cron line queue the same run
     port = _free_port()
     project = tmp_path / "project"  # scrapyd-deploy writes a setup.py and build/ into the project: use a copy
     shutil.copytree(REPO_ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info",
@@ -168,12 +214,16 @@ def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
         deployed = subprocess.run([str(bin_dir / "scrapyd-deploy"), *shlex.split(deploy)[1:]], cwd=project,
                                   capture_output=True, text=True, timeout=180)
         assert deployed.returncode == 0 and '"status": "ok"' in deployed.stdout, deployed.stdout + deployed.stderr
-        db = tmp_path / "news.sqlite"
-        command = (schedule.replace("http://127.0.0.1:6800", base)
+        db, log_file = tmp_path / "news.sqlite", tmp_path / "scrapyd-schedule.log"
+        fast = "".join(f" -d setting={value}" for value in FAST[1::2])
+        command = (cron.replace("http://127.0.0.1:6800", base)
                    .replace("/opt/newsdedup/config/sites.toml", str(tmp_path / "sites.toml"))
-                   .replace("sqlite:////var/lib/newsdedup/news.sqlite", f"sqlite:///{db}"))
-        command += "".join(f" -d setting={value}" for value in FAST[1::2])
-        scheduled = json.loads(subprocess.run(command, shell=True, capture_output=True, text=True, check=True).stdout)
+                   .replace("sqlite:////var/lib/newsdedup/news.sqlite", f"sqlite:///{db}" + fast)
+                   .replace("/var/log/newsdedup/scrapyd-schedule.log", str(log_file)))
+        assert subprocess.run(["bash", "-c", command]).returncode == 0  # idle: a crawl is queued
+        # At once again: the job is pending or running (a crawl takes seconds to start), so nothing is queued.
+        assert subprocess.run(["bash", "-c", command]).returncode != 0
+        (scheduled,) = [json.loads(line) for line in log_file.read_text(encoding="utf-8").splitlines()]
         assert scheduled["status"] == "ok", scheduled
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
