@@ -385,8 +385,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     for message in bad[:20]:
         print(f"skipped input {message}", file=sys.stderr)
     print(
-        f"{sum(counts.values())} documents: {counts['unique']} unique, {counts['near_duplicate']} near duplicates, "
-        f"{counts['exact_duplicate']} exact duplicates; {len(bad)} bad input lines skipped",
+        f"{_count(sum(counts.values()), 'document')}: {counts['unique']} unique, "
+        f"{_count(counts['near_duplicate'], 'near duplicate')}, {_count(counts['exact_duplicate'], 'exact duplicate')}; "
+        f"{_count(len(bad), 'bad input line')} skipped",
         file=sys.stderr,
     )
     return 0
@@ -489,10 +490,19 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _default_shown(name: str) -> str:
+def _count(n: int, noun: str) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _default(name: str):
     from newsdedup import options
 
-    value = options.default(name)
+    return options.default(name)
+
+
+def _default_shown(name: str) -> str:
+    value = _default(name)
     return "none" if value is None else str(value)
 
 
@@ -584,7 +594,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")
     extract.add_argument("--url", help="the page's URL (resolves links, fills url)")
-    extract.add_argument("--min-chars", type=int, default=150, help="shorter bodies are skipped (default 150)")
+    extract.add_argument("--min-chars", type=int, default=_default("NEWSDEDUP_EXTRACT_MIN_CHARS"),
+                         help="shorter bodies are skipped (default %(default)s; setting NEWSDEDUP_EXTRACT_MIN_CHARS)")
     extract.set_defaults(func=cmd_extract)
 
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")

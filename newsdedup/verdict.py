@@ -39,6 +39,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.retry import PROCESSING_ERRORS
 from newsdedup.runstats import SiteTally
 
@@ -67,7 +68,7 @@ class RunFacts:
     worker_lost: str | None = None  # why the pool is gone, if it is
     requests_lost: int = 0  # scheduled requests a failing JOBDIR disk queue took with it (newsdedup.jobdir)
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
-    max_http_error_share: float = 0.2
+    max_http_error_share: float = _D.NEWSDEDUP_MAX_HTTP_ERROR_SHARE
 
 
 @dataclass

@@ -75,7 +75,7 @@ def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
     assert 0.5 <= verdicts[3]["similarity"] <= 1  # the edits may touch no spot, so 1.0 is possible
     assert verdicts[3]["measure"] == "jaccard" and verdicts[3]["score"] == verdicts[3]["similarity"]
     assert (verdicts[2]["similarity"], verdicts[2]["measure"]) == (1.0, "exact")
-    assert "1 bad input lines skipped" in result.stderr
+    assert "4 documents: 2 unique, 1 near duplicate, 1 exact duplicate; 1 bad input line skipped" in result.stderr
 
 
 def test_dedup_rejects_a_bad_method_with_a_clear_message():

@@ -133,8 +133,12 @@ def test_two_scheduled_runs_store_each_story_once_and_tag_every_reprint(portal, 
 REPRINTS = {n: (n - 120, "exact" if n % 2 == 0 else "near") for n in range(121, 151)}
 
 
+def _number(path: str) -> int:
+    return int(path.rsplit("/", 1)[1].split(".")[0])
+
+
 def _story(path: str) -> int:
-    n = int(path.rsplit("/", 1)[1].split(".")[0])
+    n = _number(path)
     return REPRINTS.get(n, (n, ""))[0]
 
 
@@ -179,11 +183,22 @@ def test_kill_9_at_five_random_moments_then_the_same_command_loses_nothing_and_s
         db = tmp_path / "news.sqlite"
         moments = []
         for attempt in range(5):
-            crawl = start_crawl(sites, db, workers=2, log=tmp_path / f"crawl{attempt}.log")  # default batch size
-            moment = rng.uniform(0.5, 10.0)
-            moments.append(round(moment, 2))
-            deadline = time.monotonic() + moment
+            # Batches of 10: each kill finds committed batches of this crawl and a pending one it loses (with
+            # batches of 1 nothing is ever pending; with the default 100 a crawl of 150 pages commits once).
+            crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=10", workers=2,
+                                log=tmp_path / f"crawl{attempt}.log")
+            # The moment is one of progress, not of the clock (a crawl's start-up alone takes seconds on a loaded
+            # machine, and a kill before the first commit tests nothing): once this crawl has recorded 1 to 20
+            # more pages (five kills leave pages for the last run), and then up to a quarter second more.
+            target = len(outcomes(db)) + rng.randint(1, 20)
+            delay = rng.uniform(0.0, 0.25)
+            moments.append((target, round(delay, 2)))
             workers: set[int] = set()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and crawl.poll() is None and len(outcomes(db)) < target:
+                workers.update(worker_pids(crawl.pid))
+                time.sleep(0.05)
+            deadline = time.monotonic() + delay
             while time.monotonic() < deadline and crawl.poll() is None:
                 workers.update(worker_pids(crawl.pid))
                 time.sleep(0.05)
@@ -192,12 +207,21 @@ def test_kill_9_at_five_random_moments_then_the_same_command_loses_nothing_and_s
             # Its extraction workers die with it (no orphans).
             wait_for(lambda: not any(alive(pid) for pid in workers), 10)
             check_crash_consistency(site, db, complete=False)
+            moments[-1] += (len(outcomes(db)),)  # pages recorded when it died
+        assert any(0 < recorded < 150 for *_, recorded in moments), (seed, moments, "no kill left a partial crawl")
         result = run_fault_crawl(sites, db, workers=2)
         assert result.returncode == 0, (seed, moments, result.stderr[-3000:])
         check_crash_consistency(site, db, complete=True)
         with sqlite3.connect(db) as conn:
             assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] + conn.execute(
                 "SELECT COUNT(*) FROM repeats").fetchone()[0] == 150, (seed, moments)
+        # Each pair's second page is caught by the right stage across restarts: an exact copy by the exact stage
+        # (rebuilt from the store's fingerprints), a near copy by Single-Pass (rebuilt from its centres).
+        found = outcomes(db)
+        for copy, (original, kind) in REPRINTS.items():
+            pair = [found[site.url(p)][0] for p in site.article_paths if _number(p) in (original, copy)]
+            expected = ("repeats", "exact_duplicate") if kind == "exact" else ("articles", "near_duplicate")
+            assert sorted(pair) == sorted([("articles", "unique"), expected]), (seed, moments, copy, pair)
 
 
 def test_jobdir_resumes_after_kill_9_and_fetches_what_was_not_saved(tmp_path):

@@ -31,6 +31,8 @@ import math
 from array import array
 from collections.abc import Hashable, Iterator
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
+
 __all__ = ["SimhashIndex"]
 
 _MAX_TABLES = 256
@@ -75,7 +77,8 @@ class SimhashIndex:
     once they outnumber the live ones.
     """
 
-    def __init__(self, bits: int = 64, max_distance: int = 3, blocks: int | None = None) -> None:
+    def __init__(self, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
+                 blocks: int | None = None) -> None:
         if not _is_int(bits) or bits < 1:
             raise ValueError(f"bits must be a positive int (64 or 128 for simhash), got {bits!r}")
         if not _is_int(max_distance) or not 0 <= max_distance < bits:

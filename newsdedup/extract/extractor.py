@@ -35,6 +35,7 @@ import lxml.html
 from lxml import etree
 from lxml.html import HtmlElement
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.extract.decode import decode_html
 from newsdedup.extract.metadata import extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
@@ -156,9 +157,9 @@ def extract_article(
     url: str | None = None,
     *,
     remove_selectors: Sequence[str] = (),
-    min_chars: int = 150,
-    brief_chars: int = 40,
-    max_bytes: int = 5_000_000,
+    min_chars: int = _D.NEWSDEDUP_EXTRACT_MIN_CHARS,
+    brief_chars: int = _D.NEWSDEDUP_EXTRACT_BRIEF_CHARS,
+    max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES,
     boilerplate: AbstractSet[int] = frozenset(),
     keep_shared_prose: bool = True,
 ) -> Article:

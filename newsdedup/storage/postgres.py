@@ -29,6 +29,7 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.storage.base import StoreError, StoreInUse
 from newsdedup.storage.sql import (
     ARTICLE_COLUMNS,
@@ -105,7 +106,8 @@ class PostgresStore(SQLStore):
 
     _errors = (psycopg.Error, PoolTimeout)
 
-    def __init__(self, uri: str, *, batch_size: int = 100, busy_timeout: float = 30.0, retries: int = 3,
+    def __init__(self, uri: str, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
                  retry_delay: float = 1.0, pool_size: int = 4) -> None:
         super().__init__(batch_size=batch_size, busy_timeout=busy_timeout, retries=retries, retry_delay=retry_delay)
         self.uri = uri

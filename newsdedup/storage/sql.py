@@ -31,6 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
 from newsdedup.origin import date_of, earliest, origin_key
 from newsdedup.retry import TRANSIENT_SKIPS, iso, utc_now
@@ -333,7 +334,8 @@ class SQLStore:
     failed commit is worth retrying because another process holds the database).
     """
 
-    def __init__(self, *, batch_size: int = 100, busy_timeout: float = 30.0, retries: int = 3,
+    def __init__(self, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
                  retry_delay: float = 1.0) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

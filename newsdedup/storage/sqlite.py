@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.origin import date_of
 from newsdedup.retry import iso, utc_now
 from newsdedup.storage.base import StoreError, StoreInUse
@@ -99,7 +100,8 @@ class SQLiteStore(SQLStore):
     _errors = (sqlite3.DatabaseError,)
 
     def __init__(
-        self, path: str | Path, *, batch_size: int = 100, busy_timeout: float = 30.0, retries: int = 3,
+        self, path: str | Path, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
         retry_delay: float = 1.0,
     ) -> None:
         super().__init__(batch_size=batch_size, busy_timeout=busy_timeout, retries=retries, retry_delay=retry_delay)
