@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -240,18 +241,20 @@ class _Walk:
 
     elements: list[HtmlElement]
     rows: list[list[int]]
-    starts: list[tuple[bool, int, int]]  # the walk's state entering the element (dead parts as -1)
-    ends: list[tuple[bool, int, int] | None]  # the state right after the element, before its tail
-    sizes: list[int]  # elements of its subtree, itself included
+    #: Per element: the walk's state entering it (its dead parts as -1), the state right after it (before its
+    #: tail: after_headline, gap, link_chars), the elements of its subtree (itself included).
+    trail: list[tuple[tuple[bool, int, int], bool, int, int, int]]
+    stats: list[TextStats]
     index: dict[HtmlElement, int]
 
 
 def _measure(
-    root: HtmlElement, headings: _HeadingSearch | None = None, before: _Walk | None = None,
+    root: HtmlElement, headings: _HeadingSearch | None = None, *, record: bool = False, before: _Walk | None = None,
     changed: AbstractSet[HtmlElement] = frozenset(),
-) -> tuple[dict[HtmlElement, TextStats], list[HtmlElement], _Walk]:
+) -> tuple[dict[HtmlElement, TextStats], list[HtmlElement], _Walk | None]:
     """:func:`measure`, and with ``headings`` the elements one of whose own text pieces (its text, its
-    children's tails) is such a heading, in document order; and the record of the walk.
+    children's tails) is such a heading, in document order; and with ``record`` the record of the walk
+    (keeping it costs ~1 ms a 150 KB page: only the boilerplate remover, which re-measures, asks for it).
 
     ``before``: the record of an earlier walk of this tree, since which only elements were dropped, and
     ``changed`` holds every ancestor they had. An element outside ``changed`` that the walk enters in the
@@ -268,13 +271,15 @@ def _measure(
     elements: list[HtmlElement] = []  # in document order
     # Per element: text, link, prose, links, summary, items, item_text (TextStats' fields, in that order).
     rows: list[list[int]] = []
-    starts: list[tuple[bool, int, int]] = []
-    ends: list[tuple[bool, int, int] | None] = []
-    sizes: list[int] = []
+    trail: list = []  # with record: _Walk.trail
+    made: list[TextStats | None] = []  # with `before`: the counts of what is taken from it, None for the rest
+    fresh: list[int] = []  # with `before`: the elements walked again
+    state = None
     reused_end = (False, -1, -1)  # the state after the element whose subtree is taken from `before`
     anchors: set[int] = set()
-    # The elements being walked, outermost first: (row, an <a> or inside one, index, may be a heading).
-    stack: list[tuple[list[int], bool, int, bool]] = []
+    # The elements being walked, outermost first: (row, an <a> or inside one, index, may be a heading, state
+    # entering it (with record)).
+    stack: list[tuple[list[int], bool, int, bool, tuple[bool, int, int] | None]] = []
     after_headline = False
     gap = 0  # characters of other text since the headline
     link_chars = 0  # visible characters inside the link being walked
@@ -291,20 +296,19 @@ def _measure(
         if event == "start":
             tag = el.tag
             parent_linked = stack[-1][1] if stack else False
-            # The state the subtree's walk depends on: gap counts only after a headline, link_chars only inside
-            # a link (outside one, the next link resets it before reading it).
-            state = (after_headline, gap if after_headline else -1, link_chars if parent_linked else -1)
-            if before is not None and stack and el not in changed:
-                i = before.index.get(el, -1)
-                if i >= 0 and before.starts[i] == state:
-                    j = i + before.sizes[i]
+            if record:
+                # The state the subtree's walk depends on: gap counts only after a headline, link_chars only
+                # inside a link (outside one, the next link resets it before reading it).
+                state = (after_headline, gap if after_headline else -1, link_chars if parent_linked else -1)
+                i = before.index.get(el, -1) if before is not None and stack and el not in changed else -1
+                if i >= 0 and before.trail[i][0] == state:
+                    j = i + before.trail[i][4]
                     elements += before.elements[i:j]
                     rows += before.rows[i:j]  # final rows: nothing adds to them any more
-                    starts += before.starts[i:j]
-                    ends += before.ends[i:j]
-                    sizes += before.sizes[i:j]
-                    stack.append((before.rows[i], parent_linked, -1, False))
-                    reused_end = before.ends[i]
+                    trail += before.trail[i:j]
+                    made += before.stats[i:j]
+                    stack.append((before.rows[i], parent_linked, -1, False, None))
+                    reused_end = before.trail[i][1:4]
                     walker.skip_subtree()
                     continue
             if tag == "a":
@@ -316,12 +320,14 @@ def _measure(
             index = len(elements)
             row = [0, 0, 0, 0, 0, 0, 0]
             anchorable = headings is not None and tag not in _NOT_ANCHORS
-            stack.append((row, linked, index, anchorable))
+            stack.append((row, linked, index, anchorable, state))
             elements.append(el)
             rows.append(row)
-            starts.append(state)
-            ends.append(None)
-            sizes.append(0)
+            if record:
+                trail.append(None)
+                if before is not None:
+                    made.append(None)
+                    fresh.append(index)
             if others and el in others:
                 for piece in others[el]:  # counted, not searched for summaries
                     n = _visible(piece)
@@ -335,7 +341,7 @@ def _measure(
                             anchors.add(index)
             piece = el.text
         else:
-            row, _, closed, _ = stack.pop()
+            row, _, closed, _, state = stack.pop()
             tag = el.tag
             if closed < 0:
                 pass  # taken from `before`, final
@@ -344,9 +350,10 @@ def _measure(
             elif tag in _ITEM_TAGS:  # an item counts once, whatever items it holds
                 row[5], row[6] = (1, row[0]) if row[0] else (0, 0)
             if not stack:
-                sizes[closed] = len(elements) - closed
+                if record:
+                    trail[closed] = (state, after_headline, gap, link_chars, len(elements) - closed)
                 break  # the root's tail is no part of it
-            parent_row, linked, index, anchorable = stack[-1]
+            parent_row, linked, index, anchorable, _ = stack[-1]
             parent_row[0] += row[0]
             parent_row[1] += row[1]
             parent_row[2] += row[2]
@@ -363,8 +370,8 @@ def _measure(
                     else:  # a short link (a source, "更多") between headline and summary is part of the gap
                         gap += link_chars
                         after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
-                ends[closed] = (after_headline, gap, link_chars)
-                sizes[closed] = len(elements) - closed
+                if record:
+                    trail[closed] = (state, after_headline, gap, link_chars, len(elements) - closed)
             piece = el.tail
             row = parent_row
         # The piece (an element's text, or the tail of the element just closed) belongs to `row`.
@@ -389,8 +396,12 @@ def _measure(
         else:
             gap += n
             after_headline = after_headline and gap <= _MAX_SUMMARY_GAP
-    stats = {elements[i]: TextStats(*rows[i]) for i in range(len(elements) - 1, -1, -1)}
-    walk = _Walk(elements, rows, starts, ends, sizes, {el: i for i, el in enumerate(elements)})
+    if before is None:
+        made = list(itertools.starmap(TextStats, rows))
+    for i in fresh:
+        made[i] = TextStats(*rows[i])
+    walk = _Walk(elements, rows, trail, made, dict(zip(elements, range(len(elements))))) if record else None
+    stats = dict(zip(reversed(elements), reversed(made)))  # children before their parents
     return stats, [elements[i] for i in sorted(anchors)], walk
 
 
@@ -421,7 +432,7 @@ class _Remover:
     def refresh(self, headings: _HeadingSearch | None = None) -> None:
         """Measure the tree again (and find the elements holding one of ``headings``)."""
         before = self.walk if headings is None else None
-        self.stats, self.anchors, self.walk = _measure(self.root, headings, before, self.changed)
+        self.stats, self.anchors, self.walk = _measure(self.root, headings, record=True, before=before, changed=self.changed)
         self.changed = set()
         body = self.root.find("body") if self.root.tag == "html" else self.root
         page = self.stats.get(body) if body is not None else None
