@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -539,19 +539,21 @@ def _class_tokens(el: HtmlElement) -> set[str]:
     return tokens
 
 
+def _remove_outermost(remover: _Remover, doomed: Callable[[HtmlElement], bool]) -> int:
+    """Drop the outermost elements (below html, head and body) that are ``doomed``: what they hold goes with
+    them unexamined. lxml's C walk skips their subtrees (a set of skipped elements and a parent lookup for every
+    element cost ~1 ms a 150 KB page)."""
+    found = []
+    walker = etree.iterwalk(remover.root, events=("start",))  # elements only, in document order
+    for _, el in walker:
+        if not _is_top(el) and doomed(el):
+            found.append(el)
+            walker.skip_subtree()
+    return sum(remover.drop(el) for el in found)
+
+
 def _remove_by_name(remover: _Remover) -> int:
-    doomed = []
-    skip: set[HtmlElement] = set()
-    for el in remover.root.iter():
-        if not isinstance(el.tag, str) or _is_top(el) or el.getparent() in skip:
-            if el.getparent() in skip:
-                skip.add(el)
-            continue
-        tokens = _class_tokens(el)
-        if tokens & _BOILERPLATE_TOKENS and remover.minor(el):
-            doomed.append(el)
-            skip.add(el)
-    return sum(remover.drop(el) for el in doomed)
+    return _remove_outermost(remover, lambda el: bool(_class_tokens(el) & _BOILERPLATE_TOKENS) and remover.minor(el))
 
 
 _LINK_BLOCK_TAGS = frozenset(
@@ -560,24 +562,15 @@ _LINK_BLOCK_TAGS = frozenset(
 
 
 def _remove_link_dense(remover: _Remover) -> int:
-    doomed = []
-    skip: set[HtmlElement] = set()
-    for el in remover.root.iter():
-        if not isinstance(el.tag, str):
-            continue
-        parent = el.getparent()
-        if parent in skip:
-            skip.add(el)
-            continue
-        if _is_top(el) or el.tag not in _LINK_BLOCK_TAGS:
-            continue
+    def link_dense(el: HtmlElement) -> bool:
+        if el.tag not in _LINK_BLOCK_TAGS:
+            return False
         s = remover.stats.get(el)
         if s is None or s.links < 3 or s.text < 10:
-            continue
-        if s.link >= 0.6 * s.text and s.prose < _MAX_BLOCK_PROSE and not remover.protected(el):
-            doomed.append(el)
-            skip.add(el)
-    return sum(_drop(el) for el in doomed)
+            return False
+        return s.link >= 0.6 * s.text and s.prose < _MAX_BLOCK_PROSE and not remover.protected(el)
+
+    return _remove_outermost(remover, link_dense)
 
 
 def remove_boilerplate(tree: HtmlElement, extra_selectors: Sequence[str] = ()) -> int:
