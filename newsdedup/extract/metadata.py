@@ -151,7 +151,7 @@ def visible_text(root: HtmlElement, *, limit: int = 2_000_000) -> str:
     """
     parts: list[str] = []
     size = 0
-    # lxml's C walk (iterwalk) instead of a Python stack: the stack walk was ~7 ms of a 150 KB page's extraction.
+    # lxml's C walk (iterwalk) instead of a Python stack: 3.8 -> 2.7 ms CPU on a 150 KB page.
     # It yields elements only, so the tails of comments and processing instructions go in where a reader
     # passes them: after the element before them, or after their parent's own text.
     after: dict[HtmlElement, list[str | None]] = {}

@@ -260,7 +260,7 @@ def _measure(
     ``changed`` holds every ancestor they had. An element outside ``changed`` that the walk enters in the
     state it entered it before holds the same text and is walked the same way: its subtree's counts and the
     state after it are taken from the record instead (re-measuring the whole tree after each removal pass
-    was ~25 ms of a 150 KB page's extraction; most of the tree is left as it was).
+    cost ~3.7 ms CPU of a 150 KB page's ~42 ms extraction, 0.7 ms this way; most of the tree is left as it was).
 
     One walk over the tree reads every text piece once: the counts, the summary lines under headlines and
     the heading search all come from it. Walking the text in document order, after a link of
@@ -541,8 +541,7 @@ def _class_tokens(el: HtmlElement) -> set[str]:
 
 def _remove_outermost(remover: _Remover, doomed: Callable[[HtmlElement], bool]) -> int:
     """Drop the outermost elements (below html, head and body) that are ``doomed``: what they hold goes with
-    them unexamined. lxml's C walk skips their subtrees (a set of skipped elements and a parent lookup for every
-    element cost ~1 ms a 150 KB page)."""
+    them unexamined: lxml's C walk skips their subtrees."""
     found = []
     walker = etree.iterwalk(remover.root, events=("start",))  # elements only, in document order
     for _, el in walker:
