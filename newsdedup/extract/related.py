@@ -432,7 +432,9 @@ class _Remover:
     def refresh(self, headings: _HeadingSearch | None = None) -> None:
         """Measure the tree again (and find the elements holding one of ``headings``)."""
         before = self.walk if headings is None else None
-        self.stats, self.anchors, self.walk = _measure(self.root, headings, record=True, before=before, changed=self.changed)
+        self.stats, self.anchors, self.walk = _measure(
+            self.root, headings, record=True, before=before, changed=self.changed
+        )
         self.changed = set()
         body = self.root.find("body") if self.root.tag == "html" else self.root
         page = self.stats.get(body) if body is not None else None
