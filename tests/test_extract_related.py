@@ -249,3 +249,27 @@ def test_the_heading_screen_agrees_with_the_full_check():
     assert sum(w != word for w, word in zip(written, _HEADING_WORDS)) >= 20
     for text in written:
         assert _HEADINGS(text) is not None and _HEADINGS(text) == _heading_word(text, _HEADING_WORDS), text
+
+
+def test_re_measuring_after_drops_equals_measuring_afresh():
+    # The re-measure after a removal pass takes unchanged subtrees from the walk before (related._measure); what a
+    # drop changes beyond its ancestors must still be counted: the dropped block's headline link made the next
+    # block's first sentence a summary (no longer once it is gone), and the dropped block's tail joins the text
+    # before it into one piece that is prose where neither half was.
+    from newsdedup.extract.related import _HEADINGS, _Remover
+
+    tree = _tree(
+        "<html><body><div id='main'><p>正文第一段，讲的是一件事情的来龙去脉，细节很多。</p>"
+        "<div id='box'>前面五个字<span id='gone'><a href='/1'>一条足够长的新闻标题</a></span>，后面还有五字</div>"
+        "<p id='next'>这一句紧跟在标题链接后面。</p><p>正文第二段，又讲了另一件事情的经过。</p></div>"
+        "<ul id='list'><li><a href='/2'>另一条足够长的新闻标题</a></li></ul></body></html>"
+    )
+    remover = _Remover(tree, _HEADINGS)
+    before = remover.stats[tree.get_element_by_id("next")]
+    assert before.summary > 0 and remover.stats[tree.get_element_by_id("box")].prose == 0
+    assert remover.drop(tree.get_element_by_id("gone"))
+    remover.refresh()
+    afresh = measure(tree)
+    assert list(remover.stats) == list(afresh) and remover.stats == afresh
+    assert remover.stats[tree.get_element_by_id("next")].summary == 0
+    assert remover.stats[tree.get_element_by_id("box")].prose == len("前面五个字，后面还有五字")

@@ -39,7 +39,7 @@ from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.extract.decode import decode_html
 from newsdedup.extract.metadata import extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
-from newsdedup.extract.template import PARAGRAPH_CHARS, line_hash, page_blocks, strip_boilerplate
+from newsdedup.extract.template import PARAGRAPH_CHARS, line_hash, normalized_line_hash, page_blocks, strip_boilerplate
 
 __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
 
@@ -209,8 +209,10 @@ def _extract(
     page_text = visible_text(root)
     meta = extract_metadata(root, url, text=page_text)
     anchor_texts = _anchor_texts(root)
-    blocks = page_blocks(root)
-    hashed = [(el, h, own) for el, own in blocks if (h := line_hash(own, meta.title)) is not None]  # hashed once
+    # Each block's text normalized once: its hash, the headline search and the body's paragraph hashes read it
+    # (three normalizations a block were most of the ~970 a 150 KB page had).
+    blocks = [(el, normalize_heading(own)) for el, own in page_blocks(root)]
+    hashed = [(el, h, norm) for el, norm in blocks if (h := normalized_line_hash(norm, meta.title)) is not None]
     lines = array("Q", sorted({h for _, h, _ in hashed}))
     headline = _headline(blocks, meta.title)
     dated = headline is not None and _has_dateline(page_text, meta.title)
@@ -224,9 +226,10 @@ def _extract(
         _wrap_loose_text(headline)
     node, anchored, leads = _main_node(root, headline)
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
-    in_body = array("Q", sorted({h for el, h, own in hashed
-                                 if (node is None or el is node or any(a is node for a in el.iterancestors()))
-                                 and len(normalize_heading(own)) >= PARAGRAPH_CHARS}))
+    # One set of the article's elements, not a climb to the root from every block.
+    in_node = None if node is None else set(node.iter())
+    in_body = array("Q", sorted({h for el, h, norm in hashed
+                                 if (in_node is None or el in in_node) and len(norm) >= PARAGRAPH_CHARS}))
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     length = _non_space_length(text)
@@ -373,13 +376,15 @@ def _prose_run(piece: str | None) -> bool:
 
 
 def _headline(blocks: Sequence[tuple[HtmlElement, str]], title: str | None) -> HtmlElement | None:
-    """The block that shows the page's title (an ``<h1>`` first, a block outside links next, first in order)."""
+    """The block that shows the page's title (an ``<h1>`` first, a block outside links next, first in order).
+
+    ``blocks``: the page's blocks with their own text normalized (:func:`normalize_heading`).
+    """
     target = normalize_heading(title or "")
     if len(target) < 2:
         return None
     best, best_rank = None, 9
-    for el, text in blocks:
-        norm = normalize_heading(text)
+    for el, norm in blocks:
         if len(target) < 4 and (norm != target or el.tag not in _HEADING_TAGS):
             continue  # a headline of two or three characters ("简讯") only as a heading of its own
         # The same headline with a word more or less ("图文：", a column name) still names the page.

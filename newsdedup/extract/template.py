@@ -58,6 +58,7 @@ __all__ = [
     "TemplateFailure",
     "headline_share",
     "line_hash",
+    "normalized_line_hash",
     "page_blocks",
     "page_lines",
     "strip_boilerplate",
@@ -117,10 +118,10 @@ def line_hash(text: str, title: str | None = None) -> int | None:
     >>> line_hash("分享《甲地下雨》到微博", "甲地下雨") == line_hash("分享《乙地放晴》到微博", "乙地放晴")
     True
     """
-    return _hash_normalized(normalize_heading(text), title)
+    return normalized_line_hash(normalize_heading(text), title)
 
 
-def _hash_normalized(norm: str, title: str | None) -> int | None:
+def normalized_line_hash(norm: str, title: str | None) -> int | None:
     """:func:`line_hash` of text already normalized."""
     if not norm:
         return None
@@ -187,7 +188,7 @@ def strip_boilerplate(
         norm = normalize_heading(text)
         if not norm:
             continue
-        known = _hash_normalized(norm, title) in boilerplate
+        known = normalized_line_hash(norm, title) in boilerplate
         prose = len(text.strip()) >= _MIN_PROSE and bool(_SENTENCE_PUNCT.search(text))
         if prose and not known:
             paragraphs.add(el)
@@ -326,7 +327,7 @@ class SiteTemplate:
         for line in text.splitlines():
             norm = normalize_heading(line)
             total += len(norm)
-            h = _hash_normalized(norm, title) if norm else None
+            h = normalized_line_hash(norm, title) if norm else None
             if h is None:
                 continue
             count, outside = self._count.get(h, 0), self._outside.get(h, 0)
