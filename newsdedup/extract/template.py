@@ -227,9 +227,15 @@ def headline_share(title: str, text: str) -> float:
     >>> headline_share("甲地下雨", "乙城放晴")
     0.0
     """
-    norm = normalize_heading(title)
-    grams = {norm[i : i + 2] for i in range(len(norm) - 1)}
+    grams = _headline_bigrams(title)
     return sum(1 for g in grams if g in text) / len(grams) if grams else 1.0
+
+
+@functools.lru_cache(maxsize=256)
+def _headline_bigrams(title: str) -> frozenset[str]:
+    """A headline's character bigrams, made once for the blocks of its page that :func:`strip_boilerplate` weighs."""
+    norm = _normalized_title(title)
+    return frozenset(norm[i : i + 2] for i in range(len(norm) - 1))
 
 
 @dataclass(frozen=True)
