@@ -76,6 +76,17 @@ for _, worker in ipairs(live) do
 end
 return busy
 """
+# Whether every other live process has beaten since ARGV[2] (ms, Redis time). A flag read once can be stale by
+# up to a heartbeat: a process that said "idle" may since have taken the last queued request. Only a beat after
+# the moment the run first looked done shows it idle with nothing taken (and its counters final).
+_OTHERS_BEATEN_SINCE = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[3]), ARGV[2])) do
+    if worker ~= ARGV[1] then return 0 end
+end
+return 1
+"""
 # Leave the run; the last busy process ends it, so the next start opens a new run at once. Idle processes do not
 # keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
 # the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
@@ -116,6 +127,7 @@ class RedisRun:
         self._join = client.register_script(_JOIN)
         self._beat = client.register_script(_BEAT)
         self._others_busy = client.register_script(_OTHERS_BUSY)
+        self._others_beaten_since = client.register_script(_OTHERS_BEATEN_SINCE)
         self._leave = client.register_script(_LEAVE)
 
     @property
@@ -147,6 +159,16 @@ class RedisRun:
         """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
         return int(self._others_busy(keys=[self.key("workers"), self.key("busy")],
                                      args=[self.worker, int(self.liveness * 1000)]))
+
+    def others_beaten_since(self, since_ms: int) -> bool:
+        """Whether every other live process of the run has beaten after ``since_ms`` (see :meth:`now_ms`)."""
+        return bool(self._others_beaten_since(keys=[self.key("workers")],
+                                              args=[self.worker, since_ms, int(self.liveness * 1000)]))
+
+    def now_ms(self) -> int:
+        """The Redis server's clock in ms, the clock heartbeats are recorded in."""
+        seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     def leave(self) -> None:
         if self.run_id is not None:

@@ -95,6 +95,26 @@ def partition(rows: list[dict]) -> set[frozenset[str]]:
     return {frozenset(group) for group in groups.values()}
 
 
+def test_the_run_looks_done_only_after_every_other_process_has_beaten_since(redis_server):  # noqa: F811
+    """A busy flag read is up to a heartbeat old: the close check waits for a beat of each other process."""
+    from newsdedup.distributed import RedisRun, connect
+
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    first, second = (RedisRun(connect(redis_server.url), prefix) for _ in range(2))
+    first.join()
+    second.join()
+    second.beat(busy=False)
+    looked_done_at = first.now_ms()
+    assert not first.others_busy()
+    assert not first.others_beaten_since(looked_done_at)  # second's idle flag predates the moment
+    time.sleep(0.01)
+    second.beat(busy=False)
+    assert first.others_beaten_since(looked_done_at)
+    assert second.others_beaten_since(second.now_ms()) is False  # first has not beaten since
+    first.leave()
+    assert second.others_beaten_since(second.now_ms())  # nobody else left in the run
+
+
 def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(servers, tmp_path):
     manifest = load_manifest()
     day1 = manifest["by_day"][1]

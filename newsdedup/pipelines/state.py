@@ -124,6 +124,7 @@ class CrawlState:
         self.stream = None
         self.urls = None
         self.writer = None
+        self._looked_done_at: int | None = None  # when the run first looked done (Redis ms), until it did not
         self._tasks: list[asyncio.Task] = []
         if settings.redis_url:
             crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
@@ -298,9 +299,20 @@ class CrawlState:
                 await asyncio.sleep(1.0)
 
     def _spider_idle(self, spider) -> None:
-        """Stay open while the run has work anywhere: queued requests, a busy process, uncommitted entries."""
+        """Stay open while the run has work anywhere: queued requests, a busy process, uncommitted entries.
+
+        The run is done only when it still looks done after every other process has beaten again: the busy flags
+        read are up to a heartbeat old, and a process seen idle may since have taken the last queued request (this
+        one would then close on counters without that page)."""
         try:
             done = not self._queued() and not self.run.others_busy() and not len(self.stream)
+            if not done:
+                self._looked_done_at = None
+            elif self._looked_done_at is None:
+                self._looked_done_at = self.run.now_ms()
+                done = False
+            else:
+                done = self.run.others_beaten_since(self._looked_done_at)
         except Exception:  # noqa: BLE001 - Redis unreachable for a moment: ask again later
             logger.exception("distributed crawl: cannot tell whether the run is done")
             done = False
