@@ -38,6 +38,10 @@ DEPTH_LIMITED = "depth_limited"  # list-page links not followed: their articles 
 # Counters of what was committed to the store (newsdedup.storage: ArticleStore.committed).
 UNIQUE, NEAR, REPEAT = "unique", "near_duplicate", "repeat"
 LOST = "lost"  # fetched but never recorded (the worker pool was lost, a pipeline error)
+# Fetched while the site's template warmed up, held to be read again, and not read before the crawl closed. Apart
+# from LOST because a stopped crawl (SIGTERM, Ctrl-C) leaves them by design: that is the interruption's cost, not a
+# failure of its own. The next run fetches them again.
+HELD_AT_STOP = "held_at_stop"
 
 
 def site_key(site: str, name: str) -> str:
@@ -69,6 +73,7 @@ class SiteTally:
     near_duplicates: int = 0
     repeats: int = 0
     lost: int = 0
+    held_at_stop: int = 0
     skipped: collections.Counter = field(default_factory=collections.Counter)
     failed: collections.Counter = field(default_factory=collections.Counter)
 
@@ -82,6 +87,7 @@ class SiteTally:
             robots_forbidden=values.get(ROBOTS, 0), ignored=values.get(IGNORED, 0),
             depth_limited=values.get(DEPTH_LIMITED, 0), unique=values.get(UNIQUE, 0),
             near_duplicates=values.get(NEAR, 0), repeats=values.get(REPEAT, 0), lost=values.get(LOST, 0),
+            held_at_stop=values.get(HELD_AT_STOP, 0),
             skipped=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("skipped/")}),
             failed=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("failed/")}),
         )
@@ -144,7 +150,8 @@ def format_table(tallies: Iterable[SiteTally]) -> str:
         for label, value in (("robots.txt forbids", tally.robots_forbidden), ("ignored", tally.ignored),
                              ("not fetched (the crawl stopped before them)", tally.not_fetched),
                              ("list links not followed (DEPTH_LIMIT)", tally.depth_limited),
-                             ("lost (not analysed)", tally.lost)):
+                             ("lost (not analysed)", tally.lost),
+                             ("held for the template, not read before the crawl closed", tally.held_at_stop)):
             if value:
                 details.append(f"{label} {value}")
         if details:

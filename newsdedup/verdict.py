@@ -16,9 +16,11 @@ code  name                   meaning
                              are fetched again by the next run
 5     pages_not_processed    the worker pool was lost, or pages hit extraction errors, crashed workers or
                              the per-page time limit (listed by ``newsdedup failures``, tried again later),
-                             or a failing JOBDIR queue lost scheduled requests
+                             or a failing JOBDIR queue lost scheduled requests, or the crawl closed (not
+                             stopped by someone) with pages still held for a site's template
 6     site_failed            a site found no article links, or too many of its requests failed
-7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished
+7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished; pages held for a
+                             new site's template are left unread, the stop's cost (the next run fetches them)
 ====  =====================  ===========================================================================
 
 >>> from newsdedup.runstats import SiteTally
@@ -103,12 +105,19 @@ def judge(facts: RunFacts) -> Verdict:
         if tally.lost:
             found.append((ExitCode.PAGES_NOT_PROCESSED,
                           f"site {tally.site}: {tally.lost} fetched page(s) were not analysed; later runs fetch them again"))
+        if tally.held_at_stop and facts.finish_reason not in _INTERRUPTED:  # a stopped crawl's are its cost
+            found.append((ExitCode.PAGES_NOT_PROCESSED,
+                          f"site {tally.site}: {tally.held_at_stop} page(s) held for the site's template were not read "
+                          f"before the crawl closed ({facts.finish_reason}); later runs fetch them again"))
     for tally in facts.sites:
         problem = _site_problem(tally, facts)
         if problem:
             found.append((ExitCode.SITE_FAILED, problem))
     if facts.finish_reason in _INTERRUPTED:
-        found.append((ExitCode.INTERRUPTED, f"the crawl was stopped before it finished ({facts.finish_reason})"))
+        held = sum(tally.held_at_stop for tally in facts.sites)
+        found.append((ExitCode.INTERRUPTED, f"the crawl was stopped before it finished ({facts.finish_reason})" + (
+            f"; {held} fetched page(s) held for their site's template were not read, the next run fetches them again"
+            if held else "")))
     found.sort(key=lambda item: item[0])
     return Verdict(found[0][0] if found else ExitCode.OK, [message for _, message in found])
 

@@ -177,6 +177,30 @@ def test_sigterm_stops_a_crawl_stuck_on_a_hung_page(tmp_path):
         wait_for(lambda: not any(alive(pid) for pid in workers), 10)
 
 
+def test_a_crawl_stopped_while_its_sites_template_warms_up_is_interrupted_and_the_next_run_reads_the_held_pages(tmp_path):
+    # A new site's first pages only teach its template and wait to be read again. Stopped then (a scheduler's
+    # SIGTERM, `newsdedup monitor` stopping at its deadline), the crawl leaves them unread: that is the stop's cost,
+    # so the run is "interrupted" (7), not "pages not processed" (5), and the summary says what was left.
+    with FaultSite(12, article_delay=2.0) as site:  # time enough to stop it while a page is held
+        sites = site.write_sites(tmp_path)
+        db, log = tmp_path / "news.sqlite", tmp_path / "one.log"
+        crawl = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS=1", log=log)
+        try:
+            wait_for(lambda: "no template yet" in log.read_text(encoding="utf-8"), 120)
+            crawl.send_signal(signal.SIGTERM)
+            code = crawl.wait(timeout=120)
+        finally:
+            kill(crawl.pid)
+        text = log.read_text(encoding="utf-8")
+        assert code == ExitCode.INTERRUPTED, text[-3000:]
+        summary = summary_of(text)
+        assert "held for the template, not read before the crawl closed" in summary
+        assert "held for their site's template were not read, the next run fetches them again" in summary
+        result = run_crawl(sites, db)
+        assert result.returncode == ExitCode.OK, result.stderr[-3000:]
+        assert_all_recorded(site, db)
+
+
 # -- 3. a locked database ---------------------------------------------------------------------------------
 def _hold_write_lock(db, ready: threading.Event, release: threading.Event) -> None:
     """Another process's write transaction on the database, from ``ready`` until ``release``."""

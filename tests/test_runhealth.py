@@ -70,6 +70,11 @@ def test_a_clean_run_is_ok_and_a_closespider_limit_is_the_users_choice():
     (RunFacts("finished", [ok_site(article_links=0, fetched=0, unique=0, repeats=0)], had_links_before={"sina": True}),
      ExitCode.SITE_FAILED, "although earlier runs found some"),
     (RunFacts("shutdown", [ok_site()]), ExitCode.INTERRUPTED, "stopped before it finished (shutdown)"),
+    # Pages held for a cold template when someone stops the crawl: the interruption's cost, said with it.
+    (RunFacts("shutdown", [ok_site(held_at_stop=3)]), ExitCode.INTERRUPTED,
+     "stopped before it finished (shutdown); 3 fetched page(s) held for their site's template were not read"),
+    (RunFacts("closespider_timeout", [ok_site(held_at_stop=2)]), ExitCode.PAGES_NOT_PROCESSED,
+     "site sina: 2 page(s) held for the site's template were not read before the crawl closed (closespider_timeout)"),
     (RunFacts("finished", [ok_site()], requests_lost=7), ExitCode.PAGES_NOT_PROCESSED,
      "7 scheduled request(s) were lost with the failing JOBDIR queue"),
 ])

@@ -326,7 +326,7 @@ class CrawlState:
         stats = self.crawler.stats
         not_saved = self.store.pending_count()
         for site, pages in self.held.items():  # stopped before they were read again: the next run fetches them
-            self.page_lost(site, len(pages))
+            stats.set_value(runstats.site_key(site, runstats.HELD_AT_STOP), len(pages))
         self.held.clear()
         for (site, what), count in self.store.committed.items():
             if self.run is not None and what.startswith(("skipped/", "failed/")):
