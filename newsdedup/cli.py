@@ -134,7 +134,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        rows = list(store.iter_failures(site=args.site))
+        rows = list(store.iter_failures(sites=_list_option(args.site)))
     except StoreError as exc:
         print(f"newsdedup failures: error: {exc}", file=sys.stderr)
         return 2
@@ -175,7 +175,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        report = _build_report(store, since=since, site=args.site, min_copies=args.min_copies, query=args.query)
+        report = _build_report(store, since=since, sites=_list_option(args.site), min_copies=args.min_copies, query=args.query)
     except ValueError as exc:
         print(f"newsdedup report: error: {exc}", file=sys.stderr)
         return 2
@@ -257,7 +257,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
                 return
             try:
                 since = _since(args.report_since)
-                report = _build_report(store, since=since, site=None, min_copies=1, query=None)
+                report = _build_report(store, since=since, min_copies=1, query=None)
             finally:
                 store.close()
             _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
@@ -550,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     failures.add_argument("--storage", default=_default_shown("NEWSDEDUP_STORAGE_URI"),
                           help="storage URI (default: the crawl's, %(default)s)")
-    failures.add_argument("--site", help="only this site")
+    failures.add_argument("--site", action="append", help="only these sites (repeat or comma-separate)")
     failures.add_argument("--json", action="store_true", help=f"JSON lines with {', '.join(FAILURE_FIELDS)}")
     failures.set_defaults(func=cmd_failures)
     report = sub.add_parser(
@@ -562,7 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--storage", default=storage_default, help=storage_help)
     report.add_argument("--since", help="stories with a copy fetched in this window: " + since_help.split(": ", 1)[1])
-    report.add_argument("--site", help="only stories with a page on this site")
+    report.add_argument("--site", action="append",
+                        help="only stories with a page on one of these sites (repeat or comma-separate)")
     report.add_argument("--min-copies", type=int, default=1, help="stories with at least this many copies (default 1)")
     report.add_argument("--query", help="only stories whose title or text contains this (case-insensitive)")
     report.add_argument("--format", choices=REPORT_FORMATS,

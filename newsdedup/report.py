@@ -323,12 +323,13 @@ def render_html(report: dict, *, top: int = 20) -> str:
     return "\n".join(out)
 
 
-def report_from_store(store, *, since: str | None = None, site: str | None = None, min_copies: int = 1,
+def report_from_store(store, *, since: str | None = None, sites: tuple[str, ...] = (), min_copies: int = 1,
                       query: str | None = None, generated_at: str) -> dict:
     """The report over an open :class:`~newsdedup.storage.base.ArticleStore`: stories with at least
-    ``min_copies`` copies, active (a copy fetched) since ``since``, touching ``site``, matching ``query``."""
+    ``min_copies`` copies, active (a copy fetched) since ``since``, touching one of ``sites`` (any site when
+    empty), matching ``query``."""
     if min_copies < 1:
         raise ValueError(f"--min-copies must be >= 1, got {min_copies}")
-    clusters = store.iter_clusters(since=since, min_members=min_copies + 1, site=site, query=query)
-    filters = {"since": since, "site": site, "min_copies": min_copies, "query": query}
+    clusters = store.iter_clusters(since=since, min_members=min_copies + 1, sites=sites, query=query)
+    filters = {"since": since, "sites": ",".join(sites) or None, "min_copies": min_copies, "query": query}
     return build_report(clusters, generated_at=generated_at, filters=filters)

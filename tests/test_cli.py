@@ -151,6 +151,8 @@ def test_failures_lists_failed_and_retried_pages_with_attempts_and_next_try(tmp_
     assert "2 pages: 1 to be tried again, 1 given up" in result.stderr
     rows = [json.loads(line) for line in run_cli("failures", "--storage", uri, "--site", "sohu", "--json").stdout.splitlines()]
     assert [(r["url"], r["reason"], r["next_try_at"]) for r in rows] == [("http://a/2", "too_short", None)]
+    rows = [json.loads(line) for line in run_cli("failures", "--storage", uri, "--site", "sohu,sina", "--json").stdout.splitlines()]
+    assert sorted(r["url"] for r in rows) == ["http://a/1", "http://a/2"]
 
 
 def test_failures_and_export_of_a_file_that_is_no_database_say_so_in_one_line(tmp_path):

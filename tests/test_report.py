@@ -90,6 +90,14 @@ def test_filters_and_csv(demo_db):
     assert report(demo_db, "--since", "2099-01-01")["totals"]["stories"] == 0
     only = report(demo_db, "--site", "nanling")["stories"]
     assert only and all("nanling" in story["sites"] for story in only)
+    everyone = report(demo_db)["stories"]
+    assert len(only) < len(everyone)
+    # Several sites, repeated or comma-separated (as export takes them): stories touching any of them.
+    for flags in (("--site", "nanling,qinghe"), ("--site", "nanling", "--site", "qinghe")):
+        either = report(demo_db, *flags)
+        assert {s["cluster_id"] for s in either["stories"]} == {
+            s["cluster_id"] for s in everyone if {"nanling", "qinghe"} & set(s["sites"])}
+        assert either["filters"]["sites"] == "nanling,qinghe"
     (story,) = report(demo_db, "--query", "马拉松")["stories"]
     assert "马拉松" in story["title"]
     rows = list(csv.DictReader(io.StringIO(report(demo_db, fmt="csv"))))

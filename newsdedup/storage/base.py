@@ -236,7 +236,7 @@ class ArticleStore(Protocol):
         """Whether an earlier run found article links for this site (or recorded any page of it)."""
         ...
 
-    def iter_failures(self, *, site: str | None = None) -> Iterator[dict]:
+    def iter_failures(self, *, sites: tuple[str, ...] = ()) -> Iterator[dict]:
         """HTTP failures and transient skips, most recent first, for ``newsdedup failures``."""
         ...
 
@@ -275,9 +275,9 @@ class ArticleStore(Protocol):
     def cluster(self, cluster_id: int) -> ClusterRecord | None: ...
 
     def iter_clusters(
-        self, *, since: str | None = None, min_members: int = 2, site: str | None = None, query: str | None = None,
+        self, *, since: str | None = None, min_members: int = 2, sites: tuple[str, ...] = (), query: str | None = None,
     ) -> Iterator[tuple[ClusterRecord, list[ClusterMember]]]:
-        """Clusters active since ``since`` with at least ``min_members`` pages, having a page of ``site`` and a
+        """Clusters active since ``since`` with at least ``min_members`` pages, having a page of one of ``sites`` and a
         title or text containing ``query``; most members first, each with its members in origin order."""
         ...
 

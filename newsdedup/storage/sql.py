@@ -612,9 +612,10 @@ class SQLStore:
         query = f"SELECT 1 FROM ({self._HANDLED.format(where='url = :url', failed_where='url = :url')}) AS handled LIMIT 1"
         return self._read(query, {"now": now or iso(utc_now()), "url": url}).fetchone() is not None
 
-    def iter_failures(self, *, site: str | None = None) -> Iterator[dict]:
+    def iter_failures(self, *, sites: tuple[str, ...] = ()) -> Iterator[dict]:
         self.flush()
-        site_filter = "" if site is None else "AND site = :site"
+        names = {f"site{i}": site for i, site in enumerate(sites)}
+        site_filter = f"AND site IN ({', '.join(':' + name for name in names)})" if names else ""
         query = f"""
             SELECT 'failed', url, site, kind, detail, attempts, last_failed_at, next_try_at FROM failures
             WHERE TRUE {site_filter}
@@ -624,7 +625,7 @@ class SQLStore:
             ORDER BY 7 DESC, 2
         """
         keys = ("what", "url", "site", "reason", "detail", "attempts", "last_at", "next_try_at")
-        for row in self._read(query, {} if site is None else {"site": site}).fetchall():
+        for row in self._read(query, names).fetchall():
             yield dict(zip(keys, row))
 
     def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
@@ -650,20 +651,21 @@ class SQLStore:
         return ClusterRecord(*row) if row else None
 
     def iter_clusters(
-        self, *, since: str | None = None, min_members: int = 2, site: str | None = None, query: str | None = None,
+        self, *, since: str | None = None, min_members: int = 2, sites: tuple[str, ...] = (), query: str | None = None,
     ) -> Iterator[tuple[ClusterRecord, list[ClusterMember]]]:
         self.flush()
         where, params = ["c.members >= ?"], [min_members]
         if since is not None:
             where.append("c.last_fetched_at >= ?")
             params.append(since)
-        if site is not None:
+        if sites:
+            marks = ", ".join("?" for _ in sites)
             where.append(
-                """(EXISTS (SELECT 1 FROM articles a WHERE a.cluster_id = c.cluster_id AND a.site = ?)
+                f"""(EXISTS (SELECT 1 FROM articles a WHERE a.cluster_id = c.cluster_id AND a.site IN ({marks}))
                     OR EXISTS (SELECT 1 FROM articles a JOIN repeats r ON r.repeat_of = a.url
-                               WHERE a.cluster_id = c.cluster_id AND r.site = ?))"""
+                               WHERE a.cluster_id = c.cluster_id AND r.site IN ({marks})))"""
             )
-            params += [site, site]
+            params += [*sites, *sites]
         if query:
             # LOWER + LIKE with an escape character: plain SQL that both databases run. Repeats share their
             # article's text, so only their titles are searched.
