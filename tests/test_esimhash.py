@@ -230,6 +230,20 @@ def test_statistics_and_index_survive_to_bytes_and_back():
         ESimhashIndex.from_bytes(blob[:4] + b"\x09" + blob[5:])
 
 
+def test_retain_drops_the_other_centres_but_keeps_the_statistics_and_what_is_saved_after():
+    index = ESimhashIndex()
+    for key, text in enumerate((WETLAND, ROBOTS)):
+        index.add(key, index.learn(words_of(text)))
+    wetland = index.fingerprint(words_of(WETLAND))
+    assert index.query(wetland)[0][0] == 0
+    assert index.retain([1]) == 1
+    assert 0 not in index and 1 in index and len(index) == 1
+    assert all(key != 0 for key, _ in index.query(wetland))
+    assert index.statistics.documents == 2  # the corpus statistics are every document's still
+    restored = ESimhashIndex.from_bytes(index.to_bytes())
+    assert 0 not in restored and 1 in restored
+
+
 def test_the_pair_table_stays_bounded_by_dropping_the_rarest_pairs():
     stats = CorpusStatistics(prior_documents=0, max_bigrams=1000)
     for n in range(400):

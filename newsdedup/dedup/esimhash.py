@@ -443,6 +443,15 @@ class ESimhashIndex:
         self.index.add(key, fingerprint)
         self._fingerprints[key] = fingerprint
 
+    def retain(self, keys: Iterable[Hashable]) -> int:
+        """Keep only the fingerprints of ``keys`` (the statistics stay whole); return how many were dropped."""
+        keep = set(keys)
+        gone = [key for key in self._fingerprints if key not in keep]
+        for key in gone:
+            self.index.remove(key)
+            del self._fingerprints[key]
+        return len(gone)
+
     def __contains__(self, key: object) -> bool:
         return key in self.index
 

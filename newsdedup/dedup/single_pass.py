@@ -29,7 +29,7 @@ Rows of different methods stay comparable through ``similarity``; ``score`` expl
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -290,6 +290,10 @@ class ESimhashDetector:
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def retain(self, keys: Iterable[Hashable]) -> int:
+        """Forget the centres not in ``keys`` (stories past the retention window); return how many."""
+        return self.index.retain(keys)
 
     def to_bytes(self) -> bytes:
         """Corpus statistics and centre fingerprints (see :meth:`ESimhashIndex.to_bytes`)."""

@@ -391,7 +391,9 @@ class CrawlState:
         restored = isinstance(self.clusterer.detector, ESimhashDetector)
         recompute: FeatureExtractor | None = None
         centres = 0
+        in_window: list[int] = []
         for record in store.iter_cluster_centres(since=since):
+            in_window.append(record.id)
             if restored and record.id in self.clusterer.detector:
                 centres += 1  # restored from the saved state, with its statistics
                 continue
@@ -407,6 +409,10 @@ class CrawlState:
                 features = recompute.features(record.text)
             self.clusterer.add_centre(record.id, features)
             centres += 1
+        if restored:
+            # The saved index holds every centre it ever indexed; a story past the retention window is no
+            # longer matched (as with the other methods, rebuilt from the window's centres alone).
+            self.clusterer.detector.retain(in_window)
         stats = self.crawler.stats
         stats.set_value("newsdedup/exact/known_fingerprints", len(fingerprints))
         stats.set_value("newsdedup/near/known_centres", centres)
