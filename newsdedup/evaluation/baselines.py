@@ -25,6 +25,8 @@ from typing import Any
 import rjieba
 from datasketch import MinHash, MinHashLSH
 
+from newsdedup.dedup.single_pass import Match, SinglePassClusterer
+
 
 def char_shingles(text: str, width: int = 5) -> set[str]:
     """Character ``width``-grams of the whitespace-free NFKC text (a shorter text is one shingle).
@@ -42,23 +44,42 @@ def words(text: str) -> list[str]:
     return [t.lower() for t in tokens if any(unicodedata.category(ch)[0] in "LN" for ch in t)]
 
 
+class _ThresholdDetector:
+    """A baseline's index as a near-duplicate detector for the product's :class:`SinglePassClusterer`: ``query``
+    gives the centres at or above the threshold with their Jaccard; the most similar wins, ties the earliest."""
+
+    method = "baseline"
+
+    def __init__(self, query: Callable[[Any], list[tuple[Hashable, float]]], add: Callable[[Hashable, Any], None]):
+        self._query, self._add = query, add
+        self._position: dict[Hashable, int] = {}  # centres in the order they came
+
+    def best_match(self, signature: Any) -> Match | None:
+        hits = self._query(signature)
+        if not hits:
+            return None
+        key, jaccard = max(hits, key=lambda hit: (hit[1], -self._position[hit[0]]))
+        return Match(key, jaccard, jaccard, "jaccard")
+
+    def add(self, key: Hashable, signature: Any) -> None:
+        self._position[key] = len(self._position)
+        self._add(key, signature)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+
 def _single_pass(items: Iterable[tuple[Hashable, Any]], sign: Callable[[Any], Any],
                  query: Callable[[Any], list[tuple[Hashable, float]]], add: Callable[[Hashable, Any], None]
                  ) -> dict[Hashable, Hashable]:
+    """``doc id -> cluster`` by the product's Single-Pass; a document without a signature is its own cluster."""
+    clusterer = SinglePassClusterer(_ThresholdDetector(query, add))
     clusters: dict[Hashable, Hashable] = {}
-    position: dict[Hashable, int] = {}  # centres in the order they came: ties go to the earliest
     for key, item in items:
         if key in clusters:
             raise ValueError(f"document id {key!r} appears twice: ids must be unique")
         signature = sign(item)
-        hits = query(signature) if signature is not None else []
-        if hits:
-            clusters[key] = max(hits, key=lambda hit: (hit[1], -position[hit[0]]))[0]
-        else:
-            clusters[key] = key
-            if signature is not None:
-                position[key] = len(position)
-                add(key, signature)
+        clusters[key] = key if signature is None else clusterer.assign(key, signature).cluster_id
     return clusters
 
 
