@@ -40,6 +40,8 @@ import redis
 # and the run ends that long after the last process stopped). Heartbeats come every HEARTBEAT seconds.
 LIVENESS = 10.0
 HEARTBEAT = 0.5
+# A run id starts with the UTC time its first process opened it.
+_RUN_TIME = "%Y%m%dT%H%M%S"
 # Per-run keys (queue, request filter) outlive the run this long, for a look after a crash, then expire.
 RUN_KEYS_TTL = 24 * 3600
 
@@ -142,7 +144,7 @@ class RedisRun:
 
     def join(self) -> tuple[str, bool]:
         """(run id, whether this process opened it)."""
-        new = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        new = datetime.now(timezone.utc).strftime(_RUN_TIME) + "-" + uuid.uuid4().hex[:6]
         run = self._join(keys=[self._run_key], args=[new, int(self.liveness * 1000)])
         self.run_id = run.decode() if isinstance(run, bytes) else run
         self.beat(busy=True)
@@ -159,6 +161,14 @@ class RedisRun:
         """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
         return int(self._others_busy(keys=[self.key("workers"), self.key("busy")],
                                      args=[self.worker, int(self.liveness * 1000)]))
+
+    @property
+    def started_at(self) -> datetime:
+        """When the run was opened (by whichever process opened it): the same moment for every process, so the
+        run's records (``site_runs``) are one run's, not one per process."""
+        if self.run_id is None:
+            raise RuntimeError("join() the run first")
+        return datetime.strptime(self.run_id.split("-", 1)[0], _RUN_TIME).replace(tzinfo=timezone.utc)
 
     def others_beaten_since(self, since_ms: int) -> bool:
         """Whether every other live process of the run has beaten after ``since_ms`` (see :meth:`now_ms`)."""

@@ -145,6 +145,15 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
         r"'newsdedup/site/([^/']+)/fetched'", text)} for text in texts]
     assert fetched[0] == fetched[1]
     assert sum(fetched[0].values()) == sum(stat(text, "newsdedup/crawl/article_pages") for text in texts)
+    # Stored pages too, although only the writer stored them; and the run is recorded once per site, under
+    # the run's start, with the run's figures (not one row per process with its own share).
+    stored = [{site: (stat(text, f"newsdedup/site/{site}/unique"), stat(text, f"newsdedup/site/{site}/near_duplicate"),
+                      stat(text, f"newsdedup/site/{site}/repeat")) for site in fetched[0]} for text in texts]
+    assert stored[0] == stored[1]
+    assert sum(u + n for u, n, _ in stored[0].values()) == len(rows)
+    with psycopg.connect(servers[0]) as conn:
+        runs = conn.execute("SELECT site, fetched, stored FROM site_runs").fetchall()
+    assert sorted(runs) == sorted((site, fetched[0][site], u + n) for site, (u, n, _) in stored[0].items())
     assert sum("is the writer now" in text for text in texts) >= 1
 
 

@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
                runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
+# Stored pages, counted by the writer that committed them; shared too, so every process's summary is the run's.
+_STORED = (runstats.UNIQUE, runstats.NEAR, runstats.REPEAT)
+
 _STATE_ATTRIBUTE = "_newsdedup_state"
 
 
@@ -216,6 +219,7 @@ class CrawlState:
         from newsdedup.scheduler import run_of
 
         self.run = run_of(self.crawler)  # joined by the scheduler, which opens before the pipelines
+        self.started_at = iso(self.run.started_at)  # every process records the run under the run's start
         self.stream = distributed.ResultStream(self.run.client, self.run.prefix)
         self.urls = distributed.UrlFilter(self.run.client, self.run.prefix, retention_days=self.settings.retention_days)
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
@@ -263,6 +267,11 @@ class CrawlState:
                 what = key[len(runstats.SITE_PREFIX):].split("/", 1)[-1]
                 if what in _CRAWL_SIDE or what.startswith(("failed/", "skipped/")):
                     counters[key] = value
+        # What this process stored while it was the writer (the skips and failures it committed are every
+        # process's, counted by each process above).
+        for (site, what), count in self.store.committed.items():
+            if what in _STORED:
+                counters[runstats.site_key(site, what)] = count
         return counters
 
     def _add_other_processes_site_counters(self) -> None:
