@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import gc
 import logging
 import multiprocessing
 import os
@@ -97,6 +98,23 @@ def init_worker(config: FeatureConfig, parent_pid: int | None = None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     global _worker_extractor
     _worker_extractor = FeatureExtractor(config)
+    if parent_pid is not None:
+        _tune_gc()
+
+
+def _tune_gc() -> None:
+    """Fewer cyclic garbage collections in a worker process (~1 ms CPU of a 150 KB page's ~40 ms).
+
+    A page's analysis allocates and frees thousands of containers (a tuple or list per element of its tree),
+    so at Python's default threshold (700 more allocations than frees) collections start every few hundred
+    elements, and the older generations, which hold the segmenter's dictionary and word lists, are scanned
+    with them. The pages leave hardly any cyclic garbage behind: collecting after 10,000 lets a page run
+    with at most one collection, and what the worker loaded at start is never scanned again (``gc.freeze``).
+    """
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(10_000, older, oldest)
 
 
 def _exit_with_parent(parent_pid: int) -> None:

@@ -190,6 +190,18 @@ def test_normalize_heading_strips_punctuation_and_space():
     assert normalize_heading("【相关 阅读】：") == "相关阅读"
 
 
+def test_normalize_heading_remembers_short_texts_only():
+    from newsdedup.extract import related
+
+    related._normalize_short.cache_clear()  # other tests of this process filled it
+    paragraph = "正文里很长的一段话，" * 100
+    assert normalize_heading(paragraph) == "正文里很长的一段话" * 100
+    assert related._normalize_short.cache_info().currsize == 0  # an article's paragraph: seen once
+    assert normalize_heading("［首页］ ｜ 国内新闻") == normalize_heading("［首页］ ｜ 国内新闻") == "首页国内新闻"
+    info = related._normalize_short.cache_info()
+    assert (info.currsize, info.hits) == (1, 1)
+
+
 def test_measure_counts_the_tails_of_comments_and_every_piece_in_its_element():
     parser = lxml.html.HTMLParser(remove_comments=False)
     tree = lxml.html.document_fromstring(

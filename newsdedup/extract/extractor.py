@@ -106,6 +106,14 @@ _MIN_ANCHORED_PROSE = 40
 # Text a reader could see: script and style bodies and <noscript> notices are not content.
 _VISIBLE_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style) and not(ancestor::noscript)]"
 _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
+# lxml makes a Python object for a node each time a walk reaches it while none is alive, and lxml.html picks
+# its class in a Python callback (a special class for form controls, HtmlElement for every other tag): ~190
+# calls a page for ours and trafilatura's walks. Every node is an HtmlElement here, picked in C (nothing
+# reads the form controls' extra API, and they are dropped as boilerplate anyway).
+_PARSER.set_element_class_lookup(etree.ElementDefaultClassLookup(
+    element=lxml.html.HtmlElement, comment=lxml.html.HtmlComment, pi=lxml.html.HtmlProcessingInstruction,
+    entity=lxml.html.HtmlEntity,
+))
 
 
 @dataclass(frozen=True)
@@ -515,7 +523,7 @@ def _grow(node: HtmlElement, stats: dict[HtmlElement, TextStats]) -> HtmlElement
 
 
 def _subdocument(node: HtmlElement) -> HtmlElement:
-    doc = lxml.html.document_fromstring("<html><head></head><body></body></html>")
+    doc = lxml.html.document_fromstring("<html><head></head><body></body></html>", parser=_PARSER)
     part = copy.deepcopy(node)
     part.tail = None
     if part.tag in ("td", "th", "tr", "tbody", "thead", "tfoot", "li", "dd"):

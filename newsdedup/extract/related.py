@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -98,6 +99,12 @@ _BOILERPLATE_TOKENS = frozenset(
     """.split()
 )
 _TOKEN_SPLIT = re.compile(r"[\s\-_]+")
+# One search of a lowercased name for a whole token of the set, at C speed (splitting every element's names into
+# a set of tokens cost ~1 ms CPU of a 150 KB page): a word not preceded nor followed by a character that is no
+# separator. A listed word holding a separator ("top-bar") is never a whole token, and is left out.
+_BOILERPLATE_NAME = re.compile(r"(?<![^\s\-_])(?:%s)(?![^\s\-_])" % "|".join(
+    re.escape(token) for token in sorted(_BOILERPLATE_TOKENS) if not _TOKEN_SPLIT.search(token)
+))
 _SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
 # Prose: a text run long enough, with sentence punctuation. Headlines and menus rarely qualify.
 _MIN_PROSE_RUN = 10
@@ -123,7 +130,19 @@ _SPACE = re.compile(r"\s+")
 
 def normalize_heading(text: str) -> str:
     """The text with whitespace, punctuation and symbols removed (``"【相关阅读】："`` -> ``"相关阅读"``)."""
+    return _normalize_short(text) if len(text) <= _CACHED_CHARS else _normalize(text)
+
+
+def _normalize(text: str) -> str:
     return "".join(_LETTERS_AND_NUMBERS.findall(unicodedata.normalize("NFKC", text)))
+
+
+# A page normalizes ~600 texts (its blocks, links, headings), most of them its site's template: the same menus,
+# footers and list headings on every page of the site. Short texts are remembered (NFKC of Chinese text with
+# full-width punctuation costs ~4 us); long ones are an article's own paragraphs, seen once, and would only
+# fill memory. 20,000 texts of at most 200 characters: ~6 MB a worker if they average 20 characters, 20 MB at most.
+_CACHED_CHARS = 200
+_normalize_short = functools.lru_cache(maxsize=20_000)(_normalize)
 
 
 def _heading_word(text: str, words: Iterable[str] = _HEADING_WORDS) -> str | None:
@@ -354,13 +373,14 @@ def _measure(
                     trail[closed] = (state, after_headline, gap, link_chars, len(elements) - closed)
                 break  # the root's tail is no part of it
             parent_row, linked, index, anchorable, _ = stack[-1]
-            parent_row[0] += row[0]
-            parent_row[1] += row[1]
-            parent_row[2] += row[2]
-            parent_row[3] += row[3]
-            parent_row[4] += row[4]
-            parent_row[5] += row[5]
-            parent_row[6] += row[6]
+            if row[0] or row[3]:  # else every count is 0 (each is part of the text or needs text), nothing to add
+                parent_row[0] += row[0]
+                parent_row[1] += row[1]
+                parent_row[2] += row[2]
+                parent_row[3] += row[3]
+                parent_row[4] += row[4]
+                parent_row[5] += row[5]
+                parent_row[6] += row[6]
             if closed < 0:  # taken from `before`: so is the state after it
                 after_headline, gap, link_chars = reused_end
             else:
@@ -532,13 +552,13 @@ def _attached(el: HtmlElement, root: HtmlElement) -> bool:
     return False
 
 
-def _class_tokens(el: HtmlElement) -> set[str]:
-    tokens: set[str] = set()
+def _names_boilerplate(el: HtmlElement) -> bool:
+    """A whole token (split at spaces, '-' and '_') of the element's class, id or role is in _BOILERPLATE_TOKENS."""
     for attr in ("class", "id", "role"):
         value = el.get(attr)
-        if value:
-            tokens.update(t for t in _TOKEN_SPLIT.split(value.lower()) if t)
-    return tokens
+        if value and _BOILERPLATE_NAME.search(value.lower()):
+            return True
+    return False
 
 
 def _remove_outermost(remover: _Remover, doomed: Callable[[HtmlElement], bool]) -> int:
@@ -554,7 +574,7 @@ def _remove_outermost(remover: _Remover, doomed: Callable[[HtmlElement], bool]) 
 
 
 def _remove_by_name(remover: _Remover) -> int:
-    return _remove_outermost(remover, lambda el: bool(_class_tokens(el) & _BOILERPLATE_TOKENS) and remover.minor(el))
+    return _remove_outermost(remover, lambda el: _names_boilerplate(el) and remover.minor(el))
 
 
 _LINK_BLOCK_TAGS = frozenset(
