@@ -14,9 +14,10 @@ disclaimers come back on page after page, while the article text differs from pa
   run, so a hot list that outweighs a short article is gone before anyone weighs it;
 - :meth:`SiteTemplate.failure` catches a *template failure*: a body made mostly of text that other pages of
   the site (other URLs) also carry, or holding recurring paragraphs that do not share the page's headline (the
-  leftover of another article in the shell). Such text is not the page's article; the crawl re-extracts
-  the page without it (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated
-  stories into one cluster.
+  leftover of another article in the shell). Such text is not the page's article; the page is re-extracted
+  without it (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated stories into one
+  cluster. :meth:`SiteTemplate.check` runs the whole judgement (failure, retry, :meth:`~SiteTemplate.settle`):
+  the crawl and the evaluation both call it, so the evaluation's figures are what a crawl stores.
 
 The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site's state between runs.
 
@@ -43,9 +44,10 @@ import json
 import re
 import struct
 from array import array
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from lxml.html import HtmlElement
 
@@ -55,6 +57,7 @@ from newsdedup.text.hashing import hash64
 __all__ = [
     "MIN_PAGES",
     "SiteTemplate",
+    "TemplateCheck",
     "TemplateFailure",
     "headline_share",
     "line_hash",
@@ -93,6 +96,15 @@ FOREIGN_HEADLINE_SHARE = 0.2
 #: ...when they hold at least this many characters (two paragraphs' worth: a standing editor line or two is not
 #: enough to join stories, and each failure costs the page a second extraction).
 FOREIGN_MIN_CHARS = 2 * PARAGRAPH_CHARS
+#: A failure whose retry takes away less than this share of the body's letters and digits is left as it was read:
+#: so little text cannot join its page to another story (the near-duplicate stage needs at least half of both
+#: texts in common: SpotSigs Jaccard 0.5, or 0.8 of the shorter one contained in the other; a quarter leaves a
+#: factor of two for text denser in signatures than the rest), and it is more often the article's own: a press
+#: conference's introduction that each answer published apart repeats, unlike each answer's headline (xmu cjw: 1
+#: of 82 pages, its introduction and two speaker names lost to the retry). Measured on what the retry takes away,
+#: not on the body lines found recurring: a leftover set as one block of ``<br>`` lines matches few of the body's
+#: lines, and the retry strips it whole.
+RETRY_MIN_CUT = 0.25
 #: A page left with this many characters of its own once the shared text is gone has an article of its own
 #: (a brief's worth), however short.
 _MIN_OWN = 40
@@ -253,6 +265,18 @@ class TemplateFailure:
         return f"{self.share:.0%} of the body recurs on other pages of the site (up to {self.pages} of them){unlike}"
 
 
+Reading = TypeVar("Reading")
+
+
+@dataclass(frozen=True)
+class TemplateCheck(Generic[Reading]):
+    """What :meth:`SiteTemplate.check` made of a page whose body was a template failure."""
+
+    failure: TemplateFailure
+    outcome: str  # "re-extracted", "too_short" or "template_only" (see SiteTemplate.settle)
+    reading: Reading | None = None  # the page read again without the shared text, for "re-extracted"
+
+
 class SiteTemplate:
     """What recurs across one site's recent pages (see the module doc).
 
@@ -380,6 +404,36 @@ class SiteTemplate:
             return None
         self.failures.append({"url": url, "title": title, "reason": failure.reason, "outcome": outcome})
         return outcome
+
+    async def check(
+        self, url: str, title: str | None, text: str,
+        reread: Callable[[frozenset[int], bool], Awaitable[tuple[Reading, str | None]]],
+    ) -> TemplateCheck[Reading] | None:
+        """Judge the body ``text`` of the page at ``url`` titled ``title``, read with this template; None when it
+        stands (no :meth:`failure`, or one :meth:`settle` leaves to the dedup stages). Call it before :meth:`learn`.
+
+        On a failure the page is read again without every block other pages of the site carry:
+        ``reread(boilerplate, lenient)`` reads it (with no mercy for shared prose; ``lenient``: keeping any
+        text however short) and returns the reading and its article text (None: no article). When the strict
+        reading gives no article, a lenient one tells how much of the page's own text is left
+        (``own_chars`` of :meth:`settle`). A retry that takes away less than :data:`RETRY_MIN_CUT` of the body
+        leaves the page as it was read (None, no failure recorded). The crawl passes a reading on its worker pool,
+        the evaluation one in its own process: both judge by this one method.
+        """
+        failure = self.failure(title, text)
+        if failure is None:
+            return None
+        shared = self.retry_boilerplate()
+        retried, retried_text = await reread(shared, False)
+        if retried_text is not None and len(normalize_heading(retried_text)) > (1 - RETRY_MIN_CUT) * len(normalize_heading(text)):
+            return None
+        own = 0
+        if retried_text is None:
+            own = len((await reread(shared, True))[1] or "")
+        outcome = self.settle(url, title, failure, retried_text, own)
+        if outcome is None:
+            return None
+        return TemplateCheck(failure, outcome, retried if outcome == "re-extracted" else None)
 
     # -- persistence --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
