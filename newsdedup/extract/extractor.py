@@ -228,8 +228,12 @@ def _extract(
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads)
     # One set of the article's elements, not a climb to the root from every block.
     in_node = None if node is None else set(node.iter())
-    in_body = array("Q", sorted({h for el, h, norm in hashed
-                                 if (in_node is None or el in in_node) and len(norm) >= PARAGRAPH_CHARS}))
+    # A block holding half the body or more is the article's text however short (a 25-character 快讯): counted
+    # outside the body, it became "template" to the site's next page carrying the same brief, which was then
+    # skipped (xmu xinhua: 2 of 103 pages).
+    body_chars = len(normalize_heading(text))
+    least = min(PARAGRAPH_CHARS, body_chars / 2) if body_chars else PARAGRAPH_CHARS
+    in_body = array("Q", sorted({h for el, h, norm in hashed if (in_node is None or el in in_node) and len(norm) >= least}))
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     length = _non_space_length(text)
