@@ -265,6 +265,21 @@ class TemplateFailure:
         return f"{self.share:.0%} of the body recurs on other pages of the site (up to {self.pages} of them){unlike}"
 
 
+def _cut_share(text: str, retried_text: str) -> float:
+    """The share of ``text``'s letters and digits in lines that ``retried_text`` no longer holds (what a retry
+    took away; not the difference in length, since a retry may find other text of the page's own instead).
+
+    >>> _cut_share("甲地下雨。\n乙城放晴。", "甲地下雨。")
+    0.5
+    >>> _cut_share("热点新闻一\n热点新闻二", "本页自己的新闻，长短差不多")
+    1.0
+    """
+    kept = {normalize_heading(line) for line in retried_text.splitlines()}
+    lines = [norm for line in text.splitlines() if (norm := normalize_heading(line))]
+    total = sum(map(len, lines))
+    return sum(len(norm) for norm in lines if norm not in kept) / total if total else 0.0
+
+
 Reading = TypeVar("Reading")
 
 
@@ -437,7 +452,7 @@ class SiteTemplate:
             return None
         shared = self.retry_boilerplate()
         retried, retried_text = await reread(shared, False)
-        if retried_text is not None and len(normalize_heading(retried_text)) > (1 - RETRY_MIN_CUT) * len(normalize_heading(text)):
+        if retried_text is not None and _cut_share(text, retried_text) < RETRY_MIN_CUT:
             return None
         own = 0
         if retried_text is None:
