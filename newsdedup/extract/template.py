@@ -266,7 +266,7 @@ class TemplateFailure:
 
 
 def _cut_share(text: str, retried_text: str) -> float:
-    """The share of ``text``'s letters and digits in lines that ``retried_text`` no longer holds (what a retry
+    r"""The share of ``text``'s letters and digits in lines that ``retried_text`` no longer holds (what a retry
     took away; not the difference in length, since a retry may find other text of the page's own instead).
 
     >>> _cut_share("甲地下雨。\n乙城放晴。", "甲地下雨。")
