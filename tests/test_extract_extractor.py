@@ -237,6 +237,19 @@ def test_a_headline_that_reads_like_a_sentence_never_pulls_the_body_up_to_its_da
     assert extract_article(page).text == STORY[0]
 
 
+def test_a_briefs_only_paragraph_is_body_text_for_the_site_template_however_short():
+    from newsdedup.extract.template import line_hash
+
+    brief = "新华社快讯：城西老桥今天恢复双向通行。"
+    article = extract_article(_template_a(f"<p>{brief}</p>"), min_chars=0, brief_chars=0)
+    assert article.text == brief and len(brief) < 50
+    # Counted outside the body, the site's template would take the brief for template text on the next page
+    # that carries it; counted inside, it is the article's.
+    assert line_hash(brief, HEADLINE) in article.body_hashes
+    longer = extract_article(_template_a(f"<p>{brief}</p><p>{STORY[1]}</p><p>{STORY[2]}</p>"))
+    assert line_hash(brief, HEADLINE) not in longer.body_hashes  # a short line among paragraphs: as before
+
+
 def test_briefs_on_article_shaped_pages_are_kept_and_list_pages_are_not():
     brief = _template_a(f"<p>{STORY[0]}</p>")
     assert 40 <= len(STORY[0]) < 150 and extract_article(brief).text == STORY[0]
