@@ -224,6 +224,32 @@ def test_a_small_body_block_is_not_replaced_by_the_page_around_it():
     assert extract_article(page).text == STORY[0]
 
 
+def test_a_headline_that_reads_like_a_sentence_never_pulls_the_body_up_to_its_dateline():
+    # A headline with a figure ("0.3") has sentence punctuation, so it measures as prose. Counted as the
+    # article's, it made the element holding headline, tool bar and source line outscore a brief's own
+    # paragraph, and those lines were stored as the body's first lines.
+    headline = "城东水厂今日恢复供水 管网水压回升至0.3兆帕"
+    page = (f"<html><head><title>{headline}</title></head><body><div class='main'><div class='article'>"
+            f"<h2>{headline}</h2><div class='tools'>收藏本文 大字体 小字体</div>"
+            f"<div class='src'>本文来源于<a href='/s'>青山日报</a> <span>2024-05-06 08:30:00</span></div>"
+            f"<div class='content'><p>{STORY[0]}</p><div class='editor'>(编辑：王五)</div></div>"
+            f"</div></div></body></html>")
+    assert extract_article(page).text == STORY[0]
+
+
+def test_a_briefs_only_paragraph_is_body_text_for_the_site_template_however_short():
+    from newsdedup.extract.template import line_hash
+
+    brief = "新华社快讯：城西老桥今天恢复双向通行。"
+    article = extract_article(_template_a(f"<p>{brief}</p>"), min_chars=0, brief_chars=0)
+    assert article.text == brief and len(brief) < 50
+    # Counted outside the body, the site's template would take the brief for template text on the next page
+    # that carries it; counted inside, it is the article's.
+    assert line_hash(brief, HEADLINE) in article.body_hashes
+    longer = extract_article(_template_a(f"<p>{brief}</p><p>{STORY[1]}</p><p>{STORY[2]}</p>"))
+    assert line_hash(brief, HEADLINE) not in longer.body_hashes  # a short line among paragraphs: as before
+
+
 def test_briefs_on_article_shaped_pages_are_kept_and_list_pages_are_not():
     brief = _template_a(f"<p>{STORY[0]}</p>")
     assert 40 <= len(STORY[0]) < 150 and extract_article(brief).text == STORY[0]

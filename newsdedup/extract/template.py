@@ -14,9 +14,10 @@ disclaimers come back on page after page, while the article text differs from pa
   run, so a hot list that outweighs a short article is gone before anyone weighs it;
 - :meth:`SiteTemplate.failure` catches a *template failure*: a body made mostly of text that other pages of
   the site (other URLs) also carry, or holding recurring paragraphs that do not share the page's headline (the
-  leftover of another article in the shell). Such text is not the page's article; the crawl re-extracts
-  the page without it (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated
-  stories into one cluster.
+  leftover of another article in the shell). Such text is not the page's article; the page is re-extracted
+  without it (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated stories into one
+  cluster. :meth:`SiteTemplate.check` runs the whole judgement (failure, retry, :meth:`~SiteTemplate.settle`):
+  the crawl and the evaluation both call it, so the evaluation's figures are what a crawl stores.
 
 The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site's state between runs.
 
@@ -43,9 +44,10 @@ import json
 import re
 import struct
 from array import array
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from lxml.html import HtmlElement
 
@@ -55,6 +57,7 @@ from newsdedup.text.hashing import hash64
 __all__ = [
     "MIN_PAGES",
     "SiteTemplate",
+    "TemplateCheck",
     "TemplateFailure",
     "headline_share",
     "line_hash",
@@ -93,6 +96,15 @@ FOREIGN_HEADLINE_SHARE = 0.2
 #: ...when they hold at least this many characters (two paragraphs' worth: a standing editor line or two is not
 #: enough to join stories, and each failure costs the page a second extraction).
 FOREIGN_MIN_CHARS = 2 * PARAGRAPH_CHARS
+#: A failure whose retry takes away less than this share of the body's letters and digits is left as it was read:
+#: so little text cannot join its page to another story (the near-duplicate stage needs at least half of both
+#: texts in common: SpotSigs Jaccard 0.5, or 0.8 of the shorter one contained in the other; a quarter leaves a
+#: factor of two for text denser in signatures than the rest), and it is more often the article's own: a press
+#: conference's introduction that each answer published apart repeats, unlike each answer's headline (xmu cjw: 1
+#: of 82 pages, its introduction and two speaker names lost to the retry). Measured on what the retry takes away,
+#: not on the body lines found recurring: a leftover set as one block of ``<br>`` lines matches few of the body's
+#: lines, and the retry strips it whole.
+RETRY_MIN_CUT = 0.25
 #: A page left with this many characters of its own once the shared text is gone has an article of its own
 #: (a brief's worth), however short.
 _MIN_OWN = 40
@@ -253,6 +265,33 @@ class TemplateFailure:
         return f"{self.share:.0%} of the body recurs on other pages of the site (up to {self.pages} of them){unlike}"
 
 
+def _cut_share(text: str, retried_text: str) -> float:
+    r"""The share of ``text``'s letters and digits in lines that ``retried_text`` no longer holds (what a retry
+    took away; not the difference in length, since a retry may find other text of the page's own instead).
+
+    >>> _cut_share("甲地下雨。\n乙城放晴。", "甲地下雨。")
+    0.5
+    >>> _cut_share("热点新闻一\n热点新闻二", "本页自己的新闻，长短差不多")
+    1.0
+    """
+    kept = {normalize_heading(line) for line in retried_text.splitlines()}
+    lines = [norm for line in text.splitlines() if (norm := normalize_heading(line))]
+    total = sum(map(len, lines))
+    return sum(len(norm) for norm in lines if norm not in kept) / total if total else 0.0
+
+
+Reading = TypeVar("Reading")
+
+
+@dataclass(frozen=True)
+class TemplateCheck(Generic[Reading]):
+    """What :meth:`SiteTemplate.check` made of a page whose body was a template failure."""
+
+    failure: TemplateFailure
+    outcome: str  # "re-extracted", "too_short" or "template_only" (see SiteTemplate.settle)
+    reading: Reading | None = None  # the page read again without the shared text, for "re-extracted"
+
+
 class SiteTemplate:
     """What recurs across one site's recent pages (see the module doc).
 
@@ -313,10 +352,13 @@ class SiteTemplate:
         return frozenset(self._known)
 
     def retry_boilerplate(self) -> frozenset[int]:
-        """Every block hash other pages of the site carry: the stricter template a template failure is retried with.
-        (All of them, not only the body lines that failed: a body's lines and the page's blocks need not align, as
-        when a leftover article is one block of ``<br>`` lines.)"""
-        return frozenset(self._count)
+        """The stricter template a template failure is retried with: every block other pages of the site carry
+        outside their bodies, and every block on :attr:`min_pages` of its pages with the page read. (Every such
+        block, not only the body lines that failed: a body's lines and the page's blocks need not align, as when a
+        leftover article is one block of ``<br>`` lines.) Not a paragraph only one other page carries in its body:
+        a story the site printed twice, the page's own text (stripped, a forum's talk reprinted once beside a
+        shared introduction left the page nothing and had it skipped as ``template_only``: xmu sina, 2 of 99)."""
+        return frozenset(h for h, n in self._count.items() if n >= self.min_pages - 1 or self._outside.get(h, 0))
 
     def failure(self, title: str | None, text: str) -> TemplateFailure | None:
         """A :class:`TemplateFailure` when most of ``text`` (the body of a page titled ``title``) is lines that
@@ -324,14 +366,15 @@ class SiteTemplate:
         counted) do not share the page's headline (:data:`FOREIGN_HEADLINE_SHARE`). Call it before :meth:`learn`
         for the same page.
 
-        A paragraph other pages carry only in their bodies counts toward "most" when :attr:`min_pages` other pages
+        A line other pages carry outside their bodies counts toward "most" when :attr:`min_pages` pages show it, this
+        one counted. A paragraph other pages carry only in their bodies counts toward "most" when :attr:`min_pages` other pages
         carry it: on fewer it is a story the site printed twice (an exact or edited reprint, for the dedup stages,
         whose text a retry would cut down to the edits), while a hot list taken for the article sits on every
         page. A reprint keeps its story's headline; the leftover text of a shell beside the page's own article
         does not.
         """
         total = shared = most = most_outside = 0
-        recurring: dict[int, str] = {}  # shared lines, and paragraphs on min_pages pages with this one
+        recurring: dict[int, str] = {}  # shared lines and paragraphs on min_pages pages with this one
         for line in text.splitlines():
             norm = normalize_heading(line)
             total += len(norm)
@@ -339,12 +382,20 @@ class SiteTemplate:
             if h is None:
                 continue
             count, outside = self._count.get(h, 0), self._outside.get(h, 0)
-            is_shared = bool(outside) or count >= self.min_pages
+            # Outside their bodies, on min_pages pages with this one: a line one other page shows beside its article
+            # (a brief's sentence in another story's lead or side column) is no template (xmu xinhua: 2 of 103
+            # briefs read as "all template" and skipped). A site's first pages wait until its template has seen
+            # min_pages pages, so a hot list is on that many already.
+            is_shared = outside >= self.min_pages - 1 or count >= self.min_pages
             if is_shared:
                 shared += len(norm)
             if is_shared or (len(norm) >= PARAGRAPH_CHARS and count >= self.min_pages - 1):
-                recurring[h] = norm
                 most, most_outside = max(most, count), max(most_outside, outside)
+                # Recurring means on min_pages pages, this one counted, for short lines too: subheadings another
+                # page of the site also shows once ("市场驱动力量是什么？" in a market report and its update) are
+                # no other article's text (xmu sina: 2 of 99 pages read again, losing 35-46% of their text).
+                if count >= self.min_pages - 1:
+                    recurring[h] = norm
         if total == 0:
             return None
         text_of_others = "".join(recurring.values())
@@ -380,6 +431,36 @@ class SiteTemplate:
             return None
         self.failures.append({"url": url, "title": title, "reason": failure.reason, "outcome": outcome})
         return outcome
+
+    async def check(
+        self, url: str, title: str | None, text: str,
+        reread: Callable[[frozenset[int], bool], Awaitable[tuple[Reading, str | None]]],
+    ) -> TemplateCheck[Reading] | None:
+        """Judge the body ``text`` of the page at ``url`` titled ``title``, read with this template; None when it
+        stands (no :meth:`failure`, or one :meth:`settle` leaves to the dedup stages). Call it before :meth:`learn`.
+
+        On a failure the page is read again without every block other pages of the site carry:
+        ``reread(boilerplate, lenient)`` reads it (with no mercy for shared prose; ``lenient``: keeping any
+        text however short) and returns the reading and its article text (None: no article). When the strict
+        reading gives no article, a lenient one tells how much of the page's own text is left
+        (``own_chars`` of :meth:`settle`). A retry that takes away less than :data:`RETRY_MIN_CUT` of the body
+        leaves the page as it was read (None, no failure recorded). The crawl passes a reading on its worker pool,
+        the evaluation one in its own process: both judge by this one method.
+        """
+        failure = self.failure(title, text)
+        if failure is None:
+            return None
+        shared = self.retry_boilerplate()
+        retried, retried_text = await reread(shared, False)
+        if retried_text is not None and _cut_share(text, retried_text) < RETRY_MIN_CUT:
+            return None
+        own = 0
+        if retried_text is None:
+            own = len((await reread(shared, True))[1] or "")
+        outcome = self.settle(url, title, failure, retried_text, own)
+        if outcome is None:
+            return None
+        return TemplateCheck(failure, outcome, retried if outcome == "re-extracted" else None)
 
     # -- persistence --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

@@ -158,26 +158,22 @@ class AnalysePipeline(StagePipeline):
         """Learn the page into its site's template. A body that is mostly text other pages of the site carry
         (a hot list taken for the article), or that holds recurring paragraphs unlike its headline (a shell's
         leftover article), is a template failure: the page is extracted again without that text, so it never
-        joins unrelated stories into one cluster (see SiteTemplate.failure and settle)."""
+        joins unrelated stories into one cluster (SiteTemplate.check, which the evaluation runs too)."""
         article = result.article
         first_reading = self._first_reading.pop(page.url, None) if page.reread else None
         if first_reading is not None:  # judged by the other pages, then taught what this reading found
             template.forget(first_reading)
-        failure = template.failure(article.title, article.text)
-        if failure is not None:
-            shared = template.retry_boilerplate()
-            retried = await self._analyse(page, shared, retry=True)
-            own = 0
-            if isinstance(retried, PageSkipped) and retried.reason in ("too_short", "empty"):
-                probe = await self._analyse(page, shared, lenient=True)  # how much of its own is left
-                own = len(probe.article.text) if isinstance(probe, PageAnalysis) else 0
-            text = retried.article.text if isinstance(retried, PageAnalysis) else None
-            outcome = template.settle(page.url, article.title, failure, text, own)
-            if outcome is not None:
-                self.inc("template_failures")
-                self.inc(f"template_failures/{page.site}")
-                logger.warning("template failure on %s: %s; %s", page.url, failure.reason, outcome.replace("_", " "))
-                result = retried if outcome == "re-extracted" else PageSkipped(outcome, failure.reason)
+
+        async def reread(boilerplate: frozenset[int], lenient: bool):
+            reading = await self._analyse(page, boilerplate, retry=True, lenient=lenient)
+            return reading, reading.article.text if isinstance(reading, PageAnalysis) else None
+
+        check = await template.check(page.url, article.title, article.text, reread)
+        if check is not None:
+            self.inc("template_failures")
+            self.inc(f"template_failures/{page.site}")
+            logger.warning("template failure on %s: %s; %s", page.url, check.failure.reason, check.outcome.replace("_", " "))
+            result = check.reading if check.reading is not None else PageSkipped(check.outcome, check.failure.reason)
         template.learn(article.block_hashes, article.body_hashes)
         return result
 
