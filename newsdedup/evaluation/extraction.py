@@ -266,9 +266,9 @@ def _check_templates(pages: Sequence[GoldPage], templates: dict[str, SiteTemplat
             if not result["text"]:
                 continue  # the crawl skips the page before any check
 
-            async def reread(boilerplate: frozenset[int], lenient: bool, html: bytes = page.html()):
+            async def reread(boilerplate: frozenset[int], lenient: bool, page: GoldPage = page):
                 try:
-                    article = extract_article(html, boilerplate=boilerplate, keep_shared_prose=False,
+                    article = extract_article(page.html(), boilerplate=boilerplate, keep_shared_prose=False,
                                               **({"min_chars": 0, "brief_chars": 0} if lenient else {}))
                 except SkipPage:
                     return None, None
@@ -339,9 +339,8 @@ def evaluate_extraction(
     first = {job[1]: result for job, result in zip(jobs, results) if job[2] == "ours" and job[0] == "gold"}
     by_name = {p.name: first[p.path] for p in gold}
     templates = _two_fold_templates(xmu, by_name)
-    learned = {id(t): t.boilerplate() for t in templates.values()}
-    template_results = _run([("gold", p.path, "ours_template", learned[id(templates[p.name])], (p.gold, p.core)) for p in xmu],
-                            workers, progress)
+    template_results = _run([("gold", p.path, "ours_template", templates[p.name].boilerplate(), (p.gold, p.core))
+                             for p in xmu], workers, progress)
     template_outcomes = _check_templates(xmu, templates, template_results)
     name_of = {p.path: p.name for p in gold}
     scores: dict[str, dict[str, tuple]] = collections.defaultdict(dict)

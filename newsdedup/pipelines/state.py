@@ -399,13 +399,11 @@ class CrawlState:
         self.clusterer = SinglePassClusterer(self._restore_detector())
         restored = isinstance(self.clusterer.detector, ESimhashDetector)
         recompute: FeatureExtractor | None = None
-        centres = 0
-        in_window: list[int] = []
+        in_window: list[int] = []  # the centres of stories active in the window
         for record in store.iter_cluster_centres(since=since):
             in_window.append(record.id)
             if restored and record.id in self.clusterer.detector:
-                centres += 1  # restored from the saved state, with its statistics
-                continue
+                continue  # restored from the saved state, with its statistics
             features = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
             config = self.settings.features
             if (
@@ -417,16 +415,15 @@ class CrawlState:
                 recompute = recompute or FeatureExtractor(config)
                 features = recompute.features(record.text)
             self.clusterer.add_centre(record.id, features)
-            centres += 1
         if restored:
             # The saved index holds every centre it ever indexed; a story past the retention window is no
             # longer matched (as with the other methods, rebuilt from the window's centres alone).
             self.clusterer.detector.retain(in_window)
         stats = self.crawler.stats
         stats.set_value("newsdedup/exact/known_fingerprints", len(fingerprints))
-        stats.set_value("newsdedup/near/known_centres", centres)
+        stats.set_value("newsdedup/near/known_centres", len(in_window))
         logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
-                    len(fingerprints), centres, f" (stories active since {since})" if since else "")
+                    len(fingerprints), len(in_window), f" (stories active since {since})" if since else "")
 
     def template(self, site: str) -> SiteTemplate | None:
         """The learned template of ``site`` (restored from the store the first time), None when switched off."""
