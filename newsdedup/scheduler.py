@@ -93,3 +93,19 @@ class RunScheduler(Scheduler):
 
     def close(self, reason: str) -> None:
         self.df.close(reason)  # the shared filter's key stays: other processes still use it
+
+    # scrapy-redis 0.9.1 passes ``spider=`` to the stats collector, which Scrapy 2.19 deprecates: a warning in every
+    # worker's log. Its two methods that do, without it:
+    def enqueue_request(self, request) -> bool:
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        self.stats.inc_value("scheduler/enqueued/redis")
+        self.queue.push(request)
+        return True
+
+    def next_request(self):
+        request = self.queue.pop(self.idle_before_close)
+        if request is not None:
+            self.stats.inc_value("scheduler/dequeued/redis")
+        return request

@@ -129,7 +129,7 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
         # Few requests at a time, a quarter second apart, so that both processes take part in a site this small
         # (the second starts up to a second or two after the first).
         texts = finish(start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS=2",
-                                     "-s", "DOWNLOAD_DELAY=0.25", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False"), logs)
+                                     "-s", "DOWNLOAD_DELAY=0.25", "-s", "DOWNLOAD_DELAY_JITTER=0"), logs)
         for path in day1["new_article_pages"]:  # the shared request filter: each page fetched once by the two
             assert server.requests_served[path] - served_once[path] == 1, path
 
@@ -140,6 +140,8 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
     assert [r["status"] for r in rows].count("unique") == day1["unique"]
     assert partition(rows) == partition(single)
     assert all(stat(text, "item_scraped_count") > 0 for text in texts), "one process did all the work"
+    assert all(stat(text, "scheduler/dequeued/redis") > 0 for text in texts)
+    assert not any("DeprecationWarning" in text for text in texts)  # scrapy-redis's stats calls, in every log
     # Each process's summary and verdict are the run's: its per-site counters include the other's fetches.
     fetched = [{site: stat(text, f"newsdedup/site/{site}/fetched") for site in re.findall(
         r"'newsdedup/site/([^/']+)/fetched'", text)} for text in texts]
