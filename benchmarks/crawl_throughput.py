@@ -1,11 +1,12 @@
 """Crawl throughput: the full newsdedup pipeline against Scrapy alone and a naive in-reactor pipeline.
 
     python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data] [--small] [--against DIR]
+                                          [--profile]
 
 Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in real portal pages of the
 shared data, 90-250 KB, whose article the evaluation's shell maker replaced; with ``--small``, in a 5 KB portal
 template with navigation, ads and related-reading blocks) plus list pages, serves it
-with ``http.server`` from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
+with ``http.server`` (HTTP/1.1, connections kept open as portals keep them) from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
 engine with the project's settings (no delays, no robots.txt), each in a fresh process:
 
 - ``scrapy_only``: no item pipeline at all (the ceiling);
@@ -13,7 +14,11 @@ engine with the project's settings (no delays, no robots.txt), each in a fresh p
 - ``full_w0`` / ``full_w1`` / ``full_w2``: the newsdedup pipelines with 0 (inline), 1 and 2 worker processes.
 
 pages/s = article pages / Scrapy's ``elapsed_time_seconds`` (pool start-up included); CPU a page = the crawl
-process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine.  ``--rounds`` repeats the
+process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine;
+the crawl process's own is also given for its main thread, and for both from the moment the spider opens (imports,
+the store's opening and the pool's start left out). ``--profile`` runs each crawl process's main thread under
+cProfile and prints where its CPU goes, grouped by component (cProfile inflates Python-heavy parts; the shares in
+README.md were sampled with py-spy).  ``--rounds`` repeats the
 configurations interleaved (this shared VM drifts by 20-30% between minutes) and reports medians; the ratios to
 ``naive`` are taken per round, in the same run. ``--against DIR`` also crawls each ``full_*`` configuration with the
 ``newsdedup`` package of another checkout (``DIR/newsdedup``, e.g. ``git worktree add /tmp/main main``), in the same
@@ -184,8 +189,10 @@ open({str(stats_file)!r}, "w").write(json.dumps(stats))
 # Where the crawl process's main-thread CPU goes (--profile): each function's own time, grouped by the file it is in;
 # a C function's own time goes to the group of the Python function that called it (sqlite3's execute to the store).
 PROFILE_GROUPS = (
-    ("newsdedup/storage/", "store (SQLite)"), ("newsdedup/dedup/", "dedup stages (Bloom, Single-Pass index)"),
-    ("newsdedup/extract/", "site template (learn, check)"), ("newsdedup/text/", "site template (learn, check)"),
+    ("newsdedup/storage/", "store (SQLite)"), ("newsdedup/dedup/", "dedup stages (Bloom, Single-Pass index; features inline)"),
+    ("newsdedup/extract/", "site template (learn, check; extraction inline)"),
+    ("newsdedup/text/", "site template (learn, check; extraction inline)"),
+    ("trafilatura/", "extraction inline (trafilatura, justext, lxml)"), ("justext/", "extraction inline (trafilatura, justext, lxml)"),
     ("newsdedup/pipelines/", "newsdedup pipelines (glue)"), ("newsdedup/spiders/", "spider callbacks"),
     ("newsdedup/", "newsdedup, other"), ("pebble/", "pool hand-over (pebble)"), ("multiprocessing/", "pool hand-over (pebble)"),
     ("scrapy/core/downloader/", "Scrapy downloader"), ("scrapy/downloadermiddlewares/", "downloader middlewares"),
