@@ -1,11 +1,12 @@
 """Crawl throughput: the full newsdedup pipeline against Scrapy alone and a naive in-reactor pipeline.
 
     python benchmarks/crawl_throughput.py [--pages 2000] [--rounds 3] [--data ../shared/data] [--small] [--against DIR]
+                                          [--profile]
 
 Builds a local site of ``--pages`` article pages (real Sina texts from ../shared/data in real portal pages of the
 shared data, 90-250 KB, whose article the evaluation's shell maker replaced; with ``--small``, in a 5 KB portal
 template with navigation, ads and related-reading blocks) plus list pages, serves it
-with ``http.server`` from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
+with ``http.server`` (HTTP/1.1, connections kept open as portals keep them) from another process on 127.0.0.1, and crawls it once per configuration through Scrapy's
 engine with the project's settings (no delays, no robots.txt), each in a fresh process:
 
 - ``scrapy_only``: no item pipeline at all (the ceiling);
@@ -13,7 +14,11 @@ engine with the project's settings (no delays, no robots.txt), each in a fresh p
 - ``full_w0`` / ``full_w1`` / ``full_w2``: the newsdedup pipelines with 0 (inline), 1 and 2 worker processes.
 
 pages/s = article pages / Scrapy's ``elapsed_time_seconds`` (pool start-up included); CPU a page = the crawl
-process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine.  ``--rounds`` repeats the
+process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine;
+the crawl process's own is also given for its main thread, and for both from the moment the spider opens (imports,
+the store's opening and the pool's start left out). ``--profile`` runs each crawl process's main thread under
+cProfile and prints where its CPU goes, grouped by component (cProfile inflates Python-heavy parts; the shares in
+README.md were sampled with py-spy).  ``--rounds`` repeats the
 configurations interleaved (this shared VM drifts by 20-30% between minutes) and reports medians; the ratios to
 ``naive`` are taken per round, in the same run. ``--against DIR`` also crawls each ``full_*`` configuration with the
 ``newsdedup`` package of another checkout (``DIR/newsdedup``, e.g. ``git worktree add /tmp/main main``), in the same
@@ -107,6 +112,10 @@ def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False) -
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
+    # HTTP/1.1 keeps connections open, as portals do; http.server's default (HTTP/1.0) closes each one, and the
+    # crawl process then opened a TCP connection for every page (~1 ms of its CPU a page, no real crawl's cost).
+    protocol_version = "HTTP/1.1"
+
     def log_message(self, *args) -> None:
         pass
 
@@ -128,13 +137,20 @@ _crawls = count(1)
 
 
 def start_one(
-    name: str, sites_file: Path, workdir: Path, round_number: int = 1, code: Path | None = None, **overrides
+    name: str, sites_file: Path, workdir: Path, round_number: int = 1, code: Path | None = None,
+    profile: bool = False, **overrides
 ) -> tuple:
     """Start a crawl in a fresh process with the project's settings, ``CONFIGS[name]`` and ``overrides`` (by
     default into a new SQLite store: an old one would skip every page); returns (process, stats file).
-    ``code``: a checkout whose ``newsdedup`` package the crawl imports instead of the installed one."""
+    ``code``: a checkout whose ``newsdedup`` package the crawl imports instead of the installed one. ``profile``:
+    run the crawl process's main thread under cProfile, timed in that thread's CPU time, into ``<stats file>.prof``."""
     crawl = next(_crawls)
     stats_file = workdir / f"{name}.{round_number}.{crawl}.stats.json"
+    run = "process.start()"
+    if profile:
+        # thread_time: the main thread's CPU only (the pool's threads hand pages to the workers beside it).
+        run = ("import cProfile; profiler = cProfile.Profile(time.thread_time); profiler.enable(); process.start(); "
+               f"profiler.disable(); profiler.dump_stats({str(stats_file) + '.prof'!r})")
     settings = {"NEWSDEDUP_STORAGE_URI": f"sqlite:///{workdir / f'{name}.{round_number}.{crawl}.sqlite'}", "DOWNLOAD_DELAY": 0,
                 "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 16,
                 "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
@@ -149,10 +165,18 @@ settings = Settings(); settings.setmodule("newsdedup.settings", priority="projec
 settings.setdict(json.loads({json.dumps(json.dumps(settings))}), priority="cmdline")
 process = CrawlerProcess(settings)
 crawler = process.create_crawler("portal")
+at_open = {{}}
+def opened(spider):  # imports, the store and the pool's start are behind: from here on the crawl's own CPU
+    at_open.update(cpu=time.process_time(), main=time.thread_time())
+from scrapy import signals
+crawler.signals.connect(opened, signal=signals.spider_opened)
 process.crawl(crawler, sites={str(sites_file)!r})
-process.start()
+{run}
 stats = {{k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}}
 stats["cpu_seconds"] = time.process_time()  # this process's own CPU (worker processes not included)
+stats["cpu_main_thread_seconds"] = time.thread_time()  # the reactor's thread (the rest: the pool's and Twisted's)
+stats["cpu_after_open_seconds"] = stats["cpu_seconds"] - at_open["cpu"]
+stats["cpu_main_thread_after_open_seconds"] = stats["cpu_main_thread_seconds"] - at_open["main"]
 import resource
 children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the analysis workers, ended and reaped by now
 stats["cpu_children_seconds"] = children.ru_utime + children.ru_stime
@@ -160,6 +184,70 @@ open({str(stats_file)!r}, "w").write(json.dumps(stats))
 """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
     return subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env if code is not None else None), stats_file
+
+
+# Where the crawl process's main-thread CPU goes (--profile): each function's own time, grouped by the file it is in;
+# a C function's own time goes to the group of the Python function that called it (sqlite3's execute to the store).
+PROFILE_GROUPS = (
+    ("newsdedup/storage/", "store (SQLite)"), ("newsdedup/dedup/", "dedup stages (Bloom, Single-Pass index; features inline)"),
+    ("newsdedup/extract/", "site template (learn, check; extraction inline)"),
+    ("newsdedup/text/", "site template (learn, check; extraction inline)"),
+    ("trafilatura/", "extraction inline (trafilatura, justext, lxml)"), ("justext/", "extraction inline (trafilatura, justext, lxml)"),
+    ("newsdedup/pipelines/", "newsdedup pipelines (glue)"), ("newsdedup/spiders/", "spider callbacks"),
+    ("newsdedup/", "newsdedup, other"), ("pebble/", "pool hand-over (pebble)"), ("multiprocessing/", "pool hand-over (pebble)"),
+    ("scrapy/core/downloader/", "Scrapy downloader"), ("scrapy/downloadermiddlewares/", "downloader middlewares"),
+    ("scrapy/spidermiddlewares/", "spider middlewares"), ("scrapy/http/", "Scrapy requests and responses"),
+    ("scrapy/", "Scrapy engine, scraper, signals, stats"), ("twisted/web/", "HTTP client (twisted.web)"),
+    ("twisted/", "reactor (Twisted)"), ("asyncio/", "reactor (asyncio)"), ("selectors.py", "reactor (asyncio)"),
+    ("w3lib/", "w3lib (URLs, encodings)"), ("parsel/", "parsel, lxml"), ("lxml/", "parsel, lxml"),
+    ("logging/", "logging"),
+)
+# Functions whose cumulative time (their callees' included) is worth a line of its own.
+PROFILE_CALLS = (
+    ("redirect.py", "process_response", "MetaRefreshMiddleware / RedirectMiddleware.process_response"),
+    ("portal.py", "parse_article", "PortalSpider.parse_article"), ("portal.py", "parse_list", "PortalSpider.parse_list"),
+    ("analyse.py", "process_item", "AnalysePipeline.process_item (each resume)"),
+    ("analyse.py", "_check_template", "AnalysePipeline._check_template"),
+    ("template.py", "learn", "SiteTemplate.learn"), ("template.py", "boilerplate", "SiteTemplate.boilerplate"),
+    ("template.py", "check", "SiteTemplate.check (each resume)"),
+    ("analysis.py", "analyse", "AnalysisPool.analyse (each resume)"),
+    ("exact.py", "process_page", "ExactDedupPipeline"), ("near.py", "process_page", "NearDedupPipeline"),
+    ("store.py", "process_page", "StorePipeline"), ("sql.py", "flush", "SQLStore.flush (commits)"),
+    ("sql.py", "has_page", "SQLStore.has_page"), ("dupefilter.py", "request_seen", "URL filter request_seen"),
+)
+
+
+def profile_breakdown(path: Path, pages: int) -> list[tuple[str, float]]:
+    """(group, ms a page) of a --profile run's main thread, largest first, then the named calls' cumulative ms."""
+    import pstats
+
+    stats = pstats.Stats(str(path)).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
+
+    def group(func, depth: int = 0) -> str:
+        file = func[0].replace("\\", "/")
+        if file == "~" and depth < 3:  # a C function: charged to its callers, by what each call of it cost
+            callers = stats.get(func, (0, 0, 0, 0, {}))[4]
+            if callers:
+                return group(max(callers, key=lambda c: callers[c][2]), depth + 1)
+        for marker, name in PROFILE_GROUPS:
+            if marker in file:
+                return name
+        return "other" if file != "~" else f"C: {func[2]}"
+
+    groups: dict[str, float] = {}
+    for func, (_, _, own, _, callers) in stats.items():
+        if func[0] == "~" and callers:  # split a C function's time among its callers' groups
+            for caller, (_, _, spent, _) in callers.items():
+                groups[group(caller)] = groups.get(group(caller), 0.0) + spent
+            continue
+        groups[group(func)] = groups.get(group(func), 0.0) + own
+    rows = sorted(((name, 1000 * t / pages) for name, t in groups.items()), key=lambda r: -r[1])
+    calls = []
+    for file, name, label in PROFILE_CALLS:
+        total = sum(v[3] for f, v in stats.items() if f[0].endswith(file) and f[2] == name)
+        if total:
+            calls.append((f"  cumulative: {label}", 1000 * total / pages))
+    return rows + calls
 
 
 def finish_one(process: subprocess.Popen, stats_file: Path) -> dict:
@@ -193,6 +281,8 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="5 KB template pages instead of real-size portal pages")
     parser.add_argument("--against", type=Path, metavar="DIR",
                         help="also run the full_* configurations with the newsdedup package of the checkout in DIR")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile each crawl process's main thread (cProfile, in CPU time) and print where it goes")
     args = parser.parse_args()
     if args.against is not None and not (args.against / "newsdedup" / "__init__.py").is_file():
         parser.error(f"--against {args.against}: no newsdedup package there (give the root of a checkout)")
@@ -210,13 +300,23 @@ def main() -> None:
     try:
         for round_number in range(1, args.rounds + 1):
             for name, (config, code) in runs.items():
-                stats = finish_one(*start_one(config, sites_file, workdir, round_number, code))
+                process, stats_file = start_one(config, sites_file, workdir, round_number, code, profile=args.profile)
+                stats = finish_one(process, stats_file)
                 pages, seconds = stats.get("newsdedup/crawl/article_pages", 0), stats["elapsed_time_seconds"]
                 rates[name].append(pages / seconds)
                 cpu = stats["cpu_seconds"] + stats.get("cpu_children_seconds", 0.0)
+                per_page = {key: 1000 * stats[key] / max(pages, 1) for key in (
+                    "cpu_seconds", "cpu_main_thread_seconds", "cpu_after_open_seconds", "cpu_main_thread_after_open_seconds")}
                 print(f"round {round_number}  {name:20s} {pages:5d} pages in {seconds:7.2f} s = {pages / seconds:7.1f} "
                       f"pages/s; CPU {1000 * cpu / max(pages, 1):5.1f} ms a page (crawl process "
-                      f"{1000 * stats['cpu_seconds'] / max(pages, 1):.1f})", flush=True)
+                      f"{per_page['cpu_seconds']:.1f}, its main thread {per_page['cpu_main_thread_seconds']:.1f}; "
+                      f"after start-up {per_page['cpu_after_open_seconds']:.1f} and "
+                      f"{per_page['cpu_main_thread_after_open_seconds']:.1f})", flush=True)
+                if args.profile:
+                    print(f"  where the main thread's CPU goes (ms a page, under cProfile: {stats_file}.prof)")
+                    for label, ms in profile_breakdown(Path(f"{stats_file}.prof"), max(pages, 1)):
+                        if ms >= 0.05:
+                            print(f"  {ms:6.2f}  {label}")
     finally:
         server.terminate()
     print("\nconfiguration   pages/s (median)   x naive (median of per-round ratios; per round)")

@@ -51,6 +51,13 @@ SCHEDULER = "newsdedup.jobdir.JobdirScheduler"
 # (its scheduler and request filter; README.md, *More than one machine*). Without it, it does nothing.
 ADDONS = {"newsdedup.scheduler.DistributedAddon": 0}
 
+# Scrapy's meta-refresh redirects, but an HTML page whose first bytes show no "refresh" is not decoded for it
+# (newsdedup/metarefresh.py: the crawl process never reads an article page's text itself).
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "newsdedup.metarefresh.HeadMetaRefreshMiddleware": 580,
+}
+
 ITEM_PIPELINES = {
     "newsdedup.pipelines.failures.FailurePipeline": 50,
     "newsdedup.pipelines.analyse.AnalysePipeline": 100,

@@ -285,6 +285,7 @@ class SiteTemplate:
         self._count: collections.Counter[int] = collections.Counter()  # pages showing the block
         self._outside: collections.Counter[int] = collections.Counter()  # ...outside their body
         self._known: set[int] = set()
+        self._frozen: frozenset[int] | None = frozenset()  # boilerplate() as last made, None once _known changed
         self.failures: collections.deque[dict] = collections.deque(maxlen=_FAILURES_KEPT)
 
     @property
@@ -313,19 +314,37 @@ class SiteTemplate:
                 return
 
     def _add(self, page: tuple[array, array], step: int) -> None:
-        for counter, lines in ((self._count, page[0]), (self._count, page[1]), (self._outside, page[0])):
+        # A page's lines are distinct and each count moves by one, so a block becomes boilerplate exactly when its
+        # count outside the bodies reaches min_pages, and stops being boilerplate when it falls below. Counting up
+        # is Counter.update's C loop; this runs in the crawl process for every page (twice once the window is full).
+        outside, body = page
+        count, counted_outside, least = self._count, self._outside, self.min_pages
+        if step > 0:
+            count.update(outside)
+            count.update(body)
+            counted_outside.update(outside)
+            risen = [h for h in outside if counted_outside[h] == least]
+            if risen:
+                self._known.update(risen)
+                self._frozen = None
+            return
+        for counter, lines in ((count, outside), (count, body), (counted_outside, outside)):
             for h in lines:
-                n = counter[h] + step
-                if n <= 0:
-                    del counter[h]
-                else:
+                n = counter[h] - 1
+                if n > 0:
                     counter[h] = n
-                if counter is self._outside:
-                    (self._known.add if n >= self.min_pages else self._known.discard)(h)
+                else:
+                    del counter[h]
+        fallen = [h for h in outside if counted_outside.get(h, 0) == least - 1]
+        if fallen:
+            self._known.difference_update(fallen)
+            self._frozen = None
 
     def boilerplate(self) -> frozenset[int]:
         """Blocks outside the body on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
-        return frozenset(self._known)
+        if self._frozen is None:  # made again only when it changed: the crawl asks for it for every page
+            self._frozen = frozenset(self._known)
+        return self._frozen
 
     def retry_boilerplate(self) -> frozenset[int]:
         """The stricter template a template failure is retried with: every block other pages of the site carry

@@ -58,10 +58,11 @@ class AnalysePipeline(StagePipeline):
         state = self.state
         page.ticket = state.order.take()
         template = state.template(page.site)
+        stored = None  # whether the page's URL is stored already, once known (it cannot change during its turn)
         try:
             result = await self._analyse(page, template.boilerplate() if template is not None else frozenset())
             await state.order.wait_turn(page.ticket)
-            if template is not None and isinstance(result, PageAnalysis) and not state.store.has_page(page.url):
+            if template is not None and isinstance(result, PageAnalysis) and not (stored := state.store.has_page(page.url)):
                 if self._should_hold(page, template):
                     self._hold(page, template, result)
                 result = await self._check_template(page, template, result)
@@ -74,7 +75,7 @@ class AnalysePipeline(StagePipeline):
         if state.stream is not None:  # a distributed crawl: its writer decides, in the stream's order
             state.publish((page, result))
             return page  # with no analysis: the later stages pass it on
-        return self.accept(page, result)
+        return self.accept(page, result, stored=stored)
 
     def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:
         return template.pages < MIN_PAGES and not page.reread and self.state.stream is None and not self._closing()
@@ -129,10 +130,11 @@ class AnalysePipeline(StagePipeline):
         if sum(self._release(site) for site in list(self.state.held)):
             raise DontCloseSpider
 
-    def accept(self, page: ArticlePage, result):
-        """Record a skipped page, drop a page stored before, hand an article on to the dedup stages."""
+    def accept(self, page: ArticlePage, result, *, stored: bool | None = None):
+        """Record a skipped page, drop a page stored before, hand an article on to the dedup stages. ``stored``:
+        whether the URL is stored, when the caller asked the store during the page's turn (None: ask it now)."""
         state = self.state
-        if state.store.has_page(page.url):
+        if state.store.has_page(page.url) if stored is None else stored:
             self.inc("already_stored")
             raise DropItem("already stored (fetched twice)", log_level="INFO")
         if isinstance(result, PageSkipped):
