@@ -224,6 +224,41 @@ def test_a_small_body_block_is_not_replaced_by_the_page_around_it():
     assert extract_article(page).text == STORY[0]
 
 
+CARDS = (
+    ("北湖公园新增两条步道", "北湖公园东侧新修的两条环湖步道今天开放，全长一点八公里，沿途设有六处休息亭。"),
+    ("市图书馆延长周末开放时间", "从本周六起，市图书馆周末闭馆时间由十七点推迟到二十一点，自习室同步延长开放。"),
+    ("南郊蔬菜基地迎来采收高峰", "连日晴好天气让南郊蔬菜基地的青菜和萝卜集中上市，基地每天向市区超市供货二十多吨。"),
+    ("老城区十二条小巷完成改造", "历时半年的老城区小巷改造日前完工，十二条小巷铺上了青石板，沿线新装路灯八十盏。"),
+    ("江堤巡查进入汛期值守", "随着主汛期到来，沿江八个街道的巡堤人员实行三班轮换，发现险情可通过热线直接上报。"),
+    ("社区食堂推出老人午餐优惠", "城南三个社区食堂本月起为七十岁以上老人提供午餐优惠，行动不便的老人可以预约送餐。"),
+    ("夜间公交线路增至十条", "市公交集团宣布新开通两条夜间线路，夜班公交增至十条，覆盖主要商圈和火车站。"),
+    ("河滨绿道东段贯通", "河滨绿道东段最后一座人行桥完成吊装，绿道全线贯通，市民骑行可以一路到达湿地公园。"),
+)
+
+
+def test_a_card_streams_summaries_never_join_a_short_article():
+    # A column of cards (headline link, summary under it) beside a one-paragraph article outweighs it; trafilatura
+    # reading the whole page prints the summaries without their links, so they looked like article text.
+    cards = "".join(f"<li><a href='/n/{n}.html'>{h}</a><p>{summary}</p></li>" for n, (h, summary) in enumerate(CARDS))
+    page = (f"<html><head><title>{HEADLINE}</title></head><body><div class='main'><div class='article'>"
+            f"<h2>{HEADLINE}</h2><div class='src'>本文来源于:青山日报 2024/05/06</div><div class='content'><p>{STORY[0]}</p>"
+            f"</div></div></div><div class='side'><div class='bt'>最新推荐</div><ul>{cards}</ul></div></body></html>")
+    assert extract_article(page).text == STORY[0]
+
+
+def test_a_tag_bar_closing_the_article_is_no_article_text():
+    # A label and its tag links at the end of the article element, after the editor line: neither is the story.
+    page = (f"<html><head><title>{HEADLINE}</title></head><body><div class='article'><h2>{HEADLINE}</h2>"
+            f"<div class='src'>本文来源于:青山日报 2024/05/06</div><div class='content'><p>{STORY[0]}</p><p>{STORY[1]}</p>"
+            "<div class='ed'>(编辑：王五)</div><div class='kw'>关键字：<a href='/tag/1'>老桥</a></div></div></div></body></html>")
+    assert extract_article(page).text == "\n".join(STORY[:2])
+    # A label followed by a sentence is text: a speaker's answer in an interview.
+    answer = (f"<html><head><title>{HEADLINE}</title></head><body><div class='article'><h2>{HEADLINE}</h2>"
+              f"<div class='src'>本文来源于:青山日报 2024/05/06</div><div class='content'><p>{STORY[0]}</p>"
+              f"<p>王五：</p><p>{STORY[1]}</p></div></div></body></html>")
+    assert extract_article(answer).text == "\n".join([STORY[0], "王五：", STORY[1]])
+
+
 def test_a_headline_that_reads_like_a_sentence_never_pulls_the_body_up_to_its_dateline():
     # A headline with a figure ("0.3") has sentence punctuation, so it measures as prose. Counted as the
     # article's, it made the element holding headline, tool bar and source line outscore a brief's own

@@ -25,6 +25,7 @@ from newsdedup.extract.template import (
     SiteTemplate,
     headline_share,
     page_lines,
+    speaks_of_headline,
     strip_boilerplate,
 )
 
@@ -71,6 +72,24 @@ LEFTOVER = (
 )
 
 
+# A forum published one page a speaker: every page opens with the forum's introduction, which names the speakers,
+# and each headline quotes one of them ("X：Y"), sharing hardly a bigram with the introduction.
+FORUM_INTRO = ("本报讯 昨日，第十二届城市发展论坛在青山会展中心举行，市规划院院长王建国、青山大学教授李明远、"
+               "城建集团总经理赵红梅出席并发表主题演讲，论坛由市社科院院长陈立主持。")
+FORUM_TALKS = (
+    ("王建国：老城更新要留住烟火气", "王建国在演讲中表示，老城更新不能一拆了之，要让原来的居民留得下、住得好，"
+     "小店、菜场和老字号是街区的灵魂，规划要先问居民想要什么，再决定修什么。"),
+    ("李明远：数据让交通治理更精细", "李明远在演讲中表示，过去十年全市机动车增加了两倍，单靠修路已经解决不了拥堵，"
+     "信号灯配时、公交线网和停车收费都应当依据实时数据动态调整，让有限的道路发挥更大作用。"),
+    ("赵红梅：保障房建设要算长远账", "赵红梅在演讲中表示，保障房不能只看开工套数，更要看交付以后的物业、学校和公交配套，"
+     "城建集团今年将试点由同一家单位负责建设和运营，让住户搬进来就能正常生活。"),
+    ("陈立：研究要走进街巷 听听居民怎么说", "陈立在总结时表示，城市研究不能只坐在办公室里看报表，研究人员要走进街巷，"
+     "和居民、商户、环卫工人聊一聊，问题往往就藏在这些日常的细节里。"),
+    ("王建国：历史建筑保护要有耐心", "王建国在圆桌讨论中表示，历史建筑的修缮要慢下来，一砖一瓦都要有记录，"
+     "宁可多花两年时间把材料和工艺弄清楚，也不能为了赶工期把老房子修成新房子。"),
+)
+
+
 def _page(title: str, text: str, *, anchored: bool, leftover: bool = False) -> bytes:
     """An article page with the hot list beside it. ``anchored`` pages carry the headline and dateline a
     one-page extractor anchors on, the hot list as list items; the others only a <title>, and the hot list as
@@ -81,9 +100,10 @@ def _page(title: str, text: str, *, anchored: bool, leftover: bool = False) -> b
     else:
         head, hot = "", "".join(f"<p>{html.escape(line)}</p>" for line in HOT)
     old = "".join(f"<p>{line}</p>" for line in LEFTOVER) if leftover else ""
+    text = "</p><p>".join(html.escape(line) for line in text.split("\n"))  # a paragraph a line
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}_青山网</title></head>
 <body><div class="top"><a href="/">首页</a> <a href="/list/1.html">本地</a> <a href="/list/1.html">财经</a></div>
-<div class="wrap"><div class="main">{head}<div class="content">{old}<p>{html.escape(text)}</p></div></div>
+<div class="wrap"><div class="main">{head}<div class="content">{old}<p>{text}</p></div></div>
 <div class="side"><div class="hot-title">今日热点</div>{hot}</div></div>
 <div class="foot">青山网 版权所有 未经授权禁止转载</div></body></html>""".encode()
 
@@ -184,6 +204,18 @@ def test_another_articles_text_left_in_every_page_never_makes_one_story(tmp_path
     # page's body shows the leftover beside its own text, and the retry strips it.
     assert _stat(log, "newsdedup/extract/template_failures") == len(stories)
     assert "unlike the headline; re-extracted" in log, re.findall("template failure.*", log)
+
+
+def test_a_forums_introduction_on_every_speakers_page_stays_and_never_makes_one_story(tmp_path):
+    # Each page opens with the forum's introduction, which recurs in the body of every page and names the speaker
+    # the headline quotes: it is the article's own text, not another story's leftover, however short the talk.
+    for title, _ in FORUM_TALKS:
+        assert headline_share(title, FORUM_INTRO) < FOREIGN_HEADLINE_SHARE and speaks_of_headline(title, FORUM_INTRO)
+    stories = [(title, f"{FORUM_INTRO}\n{talk}") for title, talk in FORUM_TALKS]
+    rows, log, _ = _crawl(tmp_path, _site(stories, anchored=True, extra=False))
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)  # the introduction kept
+    assert len({r["cluster_id"] for r in rows}) == len(stories) and {r["status"] for r in rows} == {"unique"}
+    assert _stat(log, "newsdedup/extract/template_failures") == 0 and not [r for r in rows if HOT[0] in r["text"]]
 
 
 def test_recurring_paragraphs_unlike_the_headline_are_a_failure_and_a_reprint_under_its_headline_is_not():
@@ -320,9 +352,9 @@ def test_forget_takes_back_exactly_what_learn_counted():
 def test_recurring_text_unlike_the_headline_is_taken_away_by_the_retry_however_small_its_share():
     import asyncio
 
-    # Each answer of a press conference published apart repeats the conference's introduction, which names
-    # the event, not the answer's headline: a failure by the headline check, and the retry takes it away even
-    # when it is a small part of the body (leaving such pages as read let hot lists stay beside short articles).
+    # Every page opens with the same two paragraphs of a story none of the headlines is about, nor names whom a
+    # headline quotes: a failure by the headline check, and the retry takes them away even when they are a small
+    # part of the body (leaving such pages as read let hot lists stay beside short articles).
     intro = LEFTOVER[0] + LEFTOVER[1]
     site = SiteTemplate()
     for n in range(MIN_PAGES - 1):
@@ -351,6 +383,34 @@ def test_recurring_text_unlike_the_headline_is_taken_away_by_the_retry_however_s
 
     check = asyncio.run(site.check("/news/b", title, _reading(brief).text, reread_brief))
     assert check.outcome == "re-extracted" and check.reading.text == BRIEFS[5][1]
+
+
+def test_a_series_introduction_naming_whom_the_headline_quotes_is_no_failure_and_survives_a_retry():
+    import asyncio
+
+    site = SiteTemplate()
+    for title, talk in FORUM_TALKS[:MIN_PAGES]:
+        tree = _tree(title, f"<p>{FORUM_INTRO}</p><p>{talk}</p>")
+        site.learn(page_lines(tree, title), page_lines(tree.find_class("txt")[0], title))
+    title, talk = FORUM_TALKS[3]
+    # Most of a short body, in the bodies of MIN_PAGES other pages, unlike the headline's bigrams: its own text.
+    assert len(FORUM_INTRO) > len(talk) and site.failure(title, f"{FORUM_INTRO}\n{talk}") is None
+    # Under a headline that quotes nobody it names, the same body is mostly text other pages carry.
+    assert site.failure("研究要走进街巷 听听居民怎么说", f"{FORUM_INTRO}\n{talk}").share > 0.5
+    # A page that fails for another reason (the hot list read into its body) is read again without the hot list
+    # only: the introduction stays.
+    for n in range(MIN_PAGES):
+        site.learn(page_lines(_tree(f"标题{n}", "", hot="</p><p>".join(HOT[:5])), f"标题{n}"))
+    page = lxml.html.tostring(_tree(title, f"<p>{FORUM_INTRO}</p><p>{talk}</p>", hot="</p><p>".join(HOT[:5])))
+    body = "\n".join([FORUM_INTRO, talk, *HOT[:5]])
+    assert site.failure(title, body) is not None
+
+    async def reread(boilerplate, lenient):
+        article = _reading(page, boilerplate, keep_shared_prose=False, min_chars=0)  # no dateline: no brief's length
+        return article, article.text
+
+    check = asyncio.run(site.check("/news/c", title, body, reread))
+    assert check.outcome == "re-extracted" and check.reading.text == f"{FORUM_INTRO}\n{talk}"
 
 
 def _reading(page: bytes, boilerplate=frozenset(), **options):

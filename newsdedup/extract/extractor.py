@@ -71,6 +71,11 @@ _DATE_ONLY_LINE = re.compile(r"^[\s\[(（]*(?:19|20)\d{2}[-/.年]\d{1,2}[-/.月]
 # word: "（图片来源：视觉中国）" is a caption's credit, not a byline.
 _TRAILING_BYLINE = re.compile(r"(?:[\[【(（]|(?<!\w))[ \t]*(?:来源|责任编辑|责编|编辑|作者)[ \t]*[:：][ \t]*[^\s:：\[\]【】()（）]{1,24}[ \t]*[\]】)）]?[ \t]*\Z")
 _BYLINE_TAIL = 120
+# A line that is only a short label and its colon; under it, at most _MAX_TAGS words of at most _TAG_CHARS
+# characters (a tag bar's links).
+_BARE_LABEL = re.compile(r"[^\s:：]{1,8}[ \t]*[:：][ \t]*$")
+_MAX_TAGS = 10
+_TAG_CHARS = 8
 _MAX_BYLINE_LINE = 60
 # A short line under the headline that carries a date and a source or author label is the dateline.
 _DATELINE_LABEL = re.compile(r"来源|作者|记者|编辑|发布|时间|出处|稿源")
@@ -610,8 +615,10 @@ def _read(
     if not part:
         return whole
     have = {normalize_heading(line) for line in part.splitlines()}
-    # List items are headlines and teasers (a hot list, cards) however sentence-like.
-    known = set(known) | {normalize_heading(item.text_content()) for item in root.iter("li", "dd", "dt")}
+    # List items are headlines and teasers (a hot list, cards) however sentence-like, and so is each part of one: a
+    # card's summary under its headline link (xmu cjw: a "最新推荐" column of eight cards, whose summaries trafilatura
+    # printed without their links, outweighed a one-paragraph article and was appended to it).
+    known = set(known) | {normalize_heading(el.text_content()) for item in root.iter("li", "dd", "dt") for el in item.iter()}
     article = 0
     after_link = False
     for line in whole.splitlines():
@@ -712,13 +719,29 @@ def _tidy(text: str, title: str | None = None) -> str:
     while lines and ((len(norm_title) >= 4 and _is_title(lines[0], norm_title)) or _is_byline(lines[0], dates=True)):
         lines.pop(0)
     # On the last line a date alone is a notice's signature date: it stays.
-    while lines and _is_byline(lines[-1]):
-        lines.pop()
+    while lines:
+        if _is_byline(lines[-1]):
+            lines.pop()
+        elif (start := _tag_bar(lines)) is not None:
+            del lines[start:]
+        else:
+            break
     if lines:
         lines[-1] = _strip_trailing_bylines(lines[-1])
         if not lines[-1]:
             lines.pop()
     return "\n".join(lines)
+
+
+def _tag_bar(lines: Sequence[str]) -> int | None:
+    """Where a tag bar closing the body starts: a bare label ("关键字：", "标签：") with nothing under it but
+    words (its tag links), none of them a sentence; None when the body does not end in one."""
+    for n in range(len(lines) - 1, max(len(lines) - 1 - _MAX_TAGS, -1) - 1, -1):
+        if _BARE_LABEL.match(lines[n]):
+            return n
+        if len(lines[n]) > _TAG_CHARS or _SENTENCE_PUNCT.search(lines[n]):
+            return None
+    return None
 
 
 def _is_list_text(text: str, anchor_texts: set[str]) -> bool:
