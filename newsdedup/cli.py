@@ -240,7 +240,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
     log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr  # noqa: SIM115
-    command = crawl_command(storage_uri=args.storage, sites=args.sites, site=args.site, settings=args.setting or ())
+    command = crawl_command(storage_uri=args.storage, sites=args.sites, site=",".join(_list_option(args.site)),
+                            settings=args.setting or ())
     lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
 
     def after_run(status: int) -> None:
@@ -581,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")
     monitor.add_argument("--storage", default=storage_default, help=storage_help)
     monitor.add_argument("--sites", help="site file (default: the shipped config/sites.toml)")
-    monitor.add_argument("--site", help="only this site of the file")
+    monitor.add_argument("--site", action="append", help="only these sites of the file (repeat or comma-separate)")
     monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
                          help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")
     monitor.add_argument("--log", help="append the monitor's and the crawls' output to this file (default: stderr)")

@@ -121,7 +121,7 @@ def load_sites(
 ) -> list[SiteConfig]:
     """Read and validate a site file; ``None`` reads the packaged default.
 
-    ``only`` keeps the one entry of that name (the whole file is still validated).
+    ``only`` keeps the entries of those names, comma-separated (``"sina,163"``; the whole file is still validated).
     Raises ``SiteConfigError`` for anything wrong, with the file, the entry and the fix.
     """
     if path is None:
@@ -147,7 +147,8 @@ def load_sites(
 
 
 def parse_sites(text: str, *, source: str = "<string>", only: str | None = None) -> list[SiteConfig]:
-    """Validate site-file text (the contents of a TOML file); ``source`` names it in errors."""
+    """Validate site-file text (the contents of a TOML file); ``source`` names it in errors; ``only``: as in
+    :func:`load_sites`."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -176,12 +177,13 @@ def parse_sites(text: str, *, source: str = "<string>", only: str | None = None)
         seen[site.name] = index
         sites.append(site)
     if only is not None:
-        chosen = [site for site in sites if site.name == only]
-        if not chosen:
+        names = [name.strip() for name in only.split(",") if name.strip()]
+        unknown = [name for name in names if name not in seen]
+        if unknown or not names:
             raise SiteConfigError(
-                f"{source}: no site named {only!r}; known sites: {', '.join(seen)}"
+                f"{source}: no site named {', '.join(map(repr, unknown or [only]))}; known sites: {', '.join(seen)}"
             )
-        return chosen
+        return [site for site in sites if site.name in names]
     return sites
 
 

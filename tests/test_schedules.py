@@ -68,6 +68,18 @@ def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_p
     assert not list(tmp_path.glob(".report.json.*"))  # written beside it, then renamed over it
 
 
+def test_monitor_crawls_only_the_sites_named(site, tmp_path):
+    process = monitor(tmp_path, "--every", "1s", "--runs", "1", "--site", "beta")
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    assert "'newsdedup/store/articles': 2" in log and "newsdedup/site/alpha/" not in log  # beta's two articles only
+    process = monitor(tmp_path, "--every", "1s", "--runs", "1", "--site", "alpha", "--site", "beta")  # or alpha,beta
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    second_run = (tmp_path / "monitor.log").read_text(encoding="utf-8")[len(log):]
+    assert "'newsdedup/store/articles': 1" in second_run  # alpha's, and beta's two are not fetched again
+    assert "'newsdedup/urlfilter/filtered': 2" in second_run
+
+
 def test_a_report_that_cannot_be_written_is_logged_and_the_monitor_goes_on(site, tmp_path):
     (tmp_path / "www").write_text("a file where the report's folder should be", encoding="utf-8")
     process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "www" / "report.html"))

@@ -87,10 +87,13 @@ def test_site_config_is_frozen() -> None:
         site.name = "other"  # type: ignore[misc]
 
 
-def test_only_selects_one_entry() -> None:
-    text = _entry() + _entry(name='"second"')
-    assert [s.name for s in parse_sites(text)] == ["demo", "second"]
+def test_only_selects_the_named_entries() -> None:
+    text = _entry() + _entry(name='"second"') + _entry(name='"third"')
+    assert [s.name for s in parse_sites(text)] == ["demo", "second", "third"]
     assert [s.name for s in parse_sites(text, only="second")] == ["second"]
+    assert [s.name for s in parse_sites(text, only="third, demo")] == ["demo", "third"]  # the file's order
+    with pytest.raises(SiteConfigError, match="'fourth'"):
+        parse_sites(text, only="demo,fourth")  # one unknown name is an error, not a smaller crawl
 
 
 def test_only_unknown_name_lists_known_names(tmp_path: Path) -> None:
