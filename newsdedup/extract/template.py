@@ -287,6 +287,7 @@ class TemplateFailure:
     pages: int  # the most other pages any of those lines appears on
     template_pages: int = 0  # ...outside those pages' own bodies (where it is template, not an article)
     foreign: bool = False  # the recurring text does not share the page's headline: another article's text
+    introduction: frozenset[int] = frozenset()  # the series' introduction the body opens with (a retry keeps it)
 
     @property
     def reason(self) -> str:
@@ -438,9 +439,9 @@ class SiteTemplate:
         text_of_others = "".join(recurring.values())
         foreign = bool(title) and len(text_of_others) >= FOREIGN_MIN_CHARS and not speaks_of_headline(title, text_of_others)
         if shared >= FAILURE_SHARE * total:
-            return TemplateFailure(shared / total, most, most_outside, foreign)
+            return TemplateFailure(shared / total, most, most_outside, foreign, introduction)
         if foreign:
-            return TemplateFailure(len(text_of_others) / total, most, most_outside, foreign)
+            return TemplateFailure(len(text_of_others) / total, most, most_outside, foreign, introduction)
         return None
 
     def _introduction(self, title: str | None, text: str) -> frozenset[int]:
@@ -507,7 +508,7 @@ class SiteTemplate:
         if failure is None:
             return None
         # Not the introduction the body opens with (see _introduction): a retry for a hot list keeps it.
-        shared = self.retry_boilerplate() - self._introduction(title, text)
+        shared = self.retry_boilerplate() - failure.introduction
         retried, retried_text = await reread(shared, False)
         own = 0
         if retried_text is None:
