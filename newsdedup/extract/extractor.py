@@ -76,6 +76,10 @@ _BYLINE_TAIL = 120
 _BARE_LABEL = re.compile(r"[^\s:：]{1,8}[ \t]*[:：][ \t]*$")
 _MAX_TAGS = 10
 _TAG_CHARS = 8
+# A line naming a site's legal notice ("版权声明", "免责声明", "反侵权公告", "振兴东北网版权与免责声明：") opens it: the
+# notice's paragraphs under it are the site's, not the article's (see _closing_notice).
+_NOTICE_HEADING = re.compile(r"(?:版权|著作权|免责|侵权).{0,4}(?:声明|公告)")
+_MAX_NOTICE_HEADING = 20
 _MAX_BYLINE_LINE = 60
 # A short line under the headline that carries a date and a source or author label is the dateline.
 _DATELINE_LABEL = re.compile(r"来源|作者|记者|编辑|发布|时间|出处|稿源")
@@ -97,6 +101,9 @@ _SMALL_ADDITION = 60
 _MIN_MOVED = 8
 # A table cell holding more text than this is a layout cell, not a data cell.
 _LAYOUT_CELL = 100
+# trafilatura's main extractor takes bare <div>s as whole blocks when the <p> text of its block is under three times
+# its MIN_EXTRACTED_SIZE (250 by default): 3 x 250 characters (see _subdocument).
+_MAIN_EXTRACTOR_TEXT = 750
 # A located block under this share of the whole page's reading is checked against it (see _read).
 _MIN_PART_SHARE = 0.5
 # A sentence standing alone between headline and body (a summary box) of this much prose is the lead.
@@ -566,7 +573,16 @@ def _subdocument(node: HtmlElement) -> HtmlElement:
         linked = sum(_non_space_length(a.text_content()) for a in paragraph.iter("a"))
         if linked and 2 * linked < _non_space_length(paragraph.text_content()):
             etree.strip_tags(paragraph, "a")
-    doc.find("body").append(part)
+    # trafilatura looks for the main block by name (an <article>, or an id or class such as "article-content") and,
+    # finding none, falls back to reading only <p>, table and quote text: the part's subheadings, list items,
+    # captions and text beside a picture were lost. Handed over as an <article>, the part is read by trafilatura's
+    # main extractor (development pages: 18 of 423 read better, 8 worse, by a section heading or a notice kept;
+    # token F1 up on cwced, hexun and xinhua, the same on cjw and sina), unless its paragraphs
+    # hold less text than trafilatura's own bar (_MAIN_EXTRACTOR_TEXT): it then reads each bare <div> whole, as
+    # one line, headline, date line and body together (a brief on sina's template).
+    body = doc.find("body")
+    paragraphs = sum(_non_space_length(piece) for piece in part.xpath(".//p//text()"))
+    (etree.SubElement(body, "article") if paragraphs >= _MAIN_EXTRACTOR_TEXT else body).append(part)
     return doc
 
 
@@ -722,7 +738,7 @@ def _tidy(text: str, title: str | None = None) -> str:
     while lines:
         if _is_byline(lines[-1]):
             lines.pop()
-        elif (start := _tag_bar(lines)) is not None:
+        elif (start := _tag_bar(lines)) is not None or (start := _closing_notice(lines)) is not None:
             del lines[start:]
         else:
             break
@@ -741,6 +757,23 @@ def _tag_bar(lines: Sequence[str]) -> int | None:
             return n
         if len(lines[n]) > _TAG_CHARS or _SENTENCE_PUNCT.search(lines[n]):
             return None
+    return None
+
+
+def _closing_notice(lines: Sequence[str]) -> int | None:
+    """Where a site's legal notice closing the body starts: a short line naming a copyright or disclaimer notice
+    (:data:`_NOTICE_HEADING`, no sentence) in the second half of the body; None when there is none. A site's
+    template learns its notice once it has seen a few pages; this is for the pages before, and for one page alone
+    (cwced: 3 pages of 3 sites closed by one, none of them gold text). Only a heading standing alone: a notice's
+    label opening a line of text ("【免责声明】本文仅代表作者本人观点……") is text some sites print inside the article and
+    their readers' gold keeps (xmu: cutting from such a line lowered a held-out portal's recall 0.998 -> 0.987)."""
+    total = sum(len(line) for line in lines)
+    seen = 0
+    for n, line in enumerate(lines):
+        if 2 * seen >= total and len(normalize_heading(line)) <= _MAX_NOTICE_HEADING and _NOTICE_HEADING.search(line) \
+                and not _FULL_STOP.search(line):
+            return n
+        seen += len(line)
     return None
 
 
