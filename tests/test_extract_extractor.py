@@ -390,3 +390,19 @@ def test_a_sites_legal_notice_closing_the_article_is_no_article_text():
     assert "反侵权公告" in extract_article(quoted).text
     first = _template_a(f"<p>反侵权公告</p><p>{STORY[0]}</p><p>{STORY[1]}</p>")
     assert extract_article(first).text.startswith("反侵权公告\n")
+
+
+def test_a_hot_list_closing_the_article_block_stays_out_of_the_body_and_a_list_inside_it_stays():
+    # A hot list of headlines with their first lines (no links: rendered by script) inside the article's block, after
+    # its text: trafilatura's main extractor would print it as list items. A list the text goes on after stays.
+    story = _long_story(9)
+    steps = "<ul><li>桥面铺装全部更换</li><li>新装防撞护栏</li><li>更换排水管道</li><li>重画交通标线</li><li>加装路灯</li></ul>"
+    hot = "".join(f"<li><b>{h}</b> {summary}</li>" for h, summary in CARDS)
+    body = "".join(f"<p>{p}</p>" for p in story[:4]) + steps + "".join(f"<p>{p}</p>" for p in story[4:])
+    page = (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
+            f"<div class='con'>{body}<div class='hot-news'><div class='tit'>今日热点</div><ul>{hot}</ul></div></div>"
+            "</div></body></html>")
+    text = extract_article(page).text
+    assert text.splitlines()[-1] == story[-1] and "- 加装路灯" in text
+    assert not any(h in text for h, _ in CARDS) and "今日热点" not in text
