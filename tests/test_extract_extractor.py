@@ -346,3 +346,63 @@ def test_every_regular_expression_of_extraction_is_linear_on_adversarial_input()
         if time.perf_counter() - started > budget:
             slow[name] = round(time.perf_counter() - started, 1)
     assert not slow  # seconds each slow expression took
+
+
+def _long_story(paragraphs: int) -> list[str]:
+    """Distinct paragraphs of about 95 characters each."""
+    return [f"第{n + 1}段，记者回访了工地。" + STORY[n % 3] + STORY[(n + 1) % 3] for n in range(paragraphs)]
+
+
+def test_subheadings_and_list_items_of_a_long_article_stay_in_its_body():
+    # trafilatura finds its main block by name; a body block named otherwise ("con") went to its fallback, which
+    # keeps <p> text only: the article's subheadings and list items were lost.
+    story = _long_story(9)
+    body = (f"<p>{story[0]}</p><p>{story[1]}</p><h3>施工回顾</h3><p>{story[2]}</p><p>{story[3]}</p>"
+            f"<h3>居民怎么说</h3><p>{story[4]}</p><p>{story[5]}</p><ul><li>桥面铺装全部更换</li><li>新装防撞护栏</li></ul>"
+            f"<p>{story[6]}</p><p>{story[7]}</p><p>{story[8]}</p>")
+    page = (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
+            f"<div class='con'>{body}</div></div></body></html>")
+    lines = extract_article(page).text.splitlines()
+    assert lines == [story[0], story[1], "施工回顾", story[2], story[3], "居民怎么说", story[4], story[5],
+                     "- 桥面铺装全部更换", "- 新装防撞护栏", *story[6:]]  # trafilatura marks list items
+
+
+def test_the_text_after_a_picture_in_a_table_layout_stays():
+    # An old portal's table layout: the sentence goes on after a picture set in a small table of its own, as loose
+    # text, which trafilatura's fallback (the body block has no name it knows) never reads.
+    picture = "<table align='left'><tr><td><a href='/p/1.html'><img src='/p/1.jpg'></a></td></tr></table>"
+    story = "".join(f"<p>{p}</p>" for p in _long_story(8))
+    page = (f"<html><head><title>{HEADLINE}</title></head><body><table><tr><th>{HEADLINE}</th></tr>"
+            f"<tr><td>2024年05月06日 08:30 青山日报</td></tr><tr><td><p>{STORY[0]}</p></td></tr>"
+            f"<tr><td><table><tr><td><p>施工期间，工人们更换了全部桥面铺装，{picture}加装了防撞护栏和排水管道。</p>"
+            f"{story}</td></tr></table></td></tr></table></body></html>")
+    assert "加装了防撞护栏和排水管道。" in extract_article(page).text
+
+
+def test_a_sites_legal_notice_closing_the_article_is_no_article_text():
+    notice = ("<p>振兴网版权与免责声明：</p><p>① 凡本网注明“来源：振兴网”的所有作品，版权均属于本网，未经本网授权不得转载、"
+              "摘编或利用其它方式使用上述作品。</p><p>② 如因作品内容、版权和其它问题需要同本网联系的，请在30日内进行。</p>")
+    page = _template_a("".join(f"<p>{p}</p>" for p in STORY) + notice)
+    assert extract_article(page).text == "\n".join(STORY)
+    # An article that speaks of a notice keeps it: the words are inside a sentence, or the notice is most of the text.
+    quoted = _template_a(f"<p>{STORY[0]}</p><p>江城日报社昨天发布反侵权公告，提醒各网站规范转载行为。</p><p>{STORY[1]}</p>")
+    assert "反侵权公告" in extract_article(quoted).text
+    first = _template_a(f"<p>反侵权公告</p><p>{STORY[0]}</p><p>{STORY[1]}</p>")
+    assert extract_article(first).text.startswith("反侵权公告\n")
+
+
+def test_a_hot_list_closing_the_article_block_stays_out_of_the_body_and_a_list_inside_it_stays():
+    # A hot list of headlines with their first lines (no links: rendered by script) inside the article's block, after
+    # its text: trafilatura's main extractor would print it as list items. A list the text goes on after stays.
+    story = _long_story(9)
+    steps = "<ul><li>桥面铺装全部更换</li><li>新装防撞护栏</li><li>更换排水管道</li><li>重画交通标线</li><li>加装路灯</li></ul>"
+    hot = "".join(f"<li><b>{h}</b> {summary}</li>" for h, summary in CARDS)
+    body = "".join(f"<p>{p}</p>" for p in story[:4]) + steps + "".join(f"<p>{p}</p>" for p in story[4:])
+    page = (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
+            f"<div class='con'>{body}<div class='hot-news'><div class='tit'>今日热点</div><ul>{hot}</ul></div></div>"
+            "</div></body></html>")
+    text = extract_article(page).text
+    assert text.splitlines()[-1] == story[-1] and "- 加装路灯" in text
+    assert not any(h in text for h, _ in CARDS) and "今日热点" not in text
