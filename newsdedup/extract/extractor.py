@@ -577,11 +577,11 @@ def _subdocument(node: HtmlElement, article: bool = False) -> HtmlElement:
     # finding none, falls back to reading only <p>, table and quote text: the part's subheadings, list items,
     # captions and text beside a picture were lost. Handed over as an <article>, the part is read by trafilatura's
     # main extractor (development pages, with the closing-notice rule of _tidy: 14 of 423 read better, 4 worse, by a
-    # section heading or a notice kept;
-    # token F1 up on cwced, hexun and xinhua, the same on cjw and sina). Only the ``article`` block that follows
-    # the headline: a block found without one is the best-scoring element, often most of the page, and the main
-    # extractor reads the lists in it, a hot list among them (page-level benchmark: 3 more crawled pages of 149
-    # held hot-list text; lists closing the block go as well, see _drop_closing_lists). And only when its paragraphs hold trafilatura's own bar of text (_MAIN_EXTRACTOR_TEXT):
+    # section heading or a notice kept; token F1 up on cwced, hexun and xinhua, the same on cjw and sina).
+    # Only the ``article`` block that follows the headline: a block found without one is the best-scoring element,
+    # often most of the page, and the main extractor reads the lists in it, a hot list among them (page-level
+    # benchmark: 3 more crawled pages of 149 held hot-list text; lists closing the block go as well, see
+    # _drop_closing_lists). And only when its paragraphs hold trafilatura's own bar of text (_MAIN_EXTRACTOR_TEXT):
     # under it, it reads each bare <div> whole, as one line, headline, date line and body together (a brief on
     # sina's template).
     body = doc.find("body")
