@@ -353,6 +353,13 @@ def _long_story(paragraphs: int) -> list[str]:
     return [f"第{n + 1}段，记者回访了工地。" + STORY[n % 3] + STORY[(n + 1) % 3] for n in range(paragraphs)]
 
 
+def _con_page(block: str) -> str:
+    """A page whose article block ("con", a name trafilatura does not know) follows the headline and dateline."""
+    return (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
+            f"<div class='con'>{block}</div></div></body></html>")
+
+
 def test_subheadings_and_list_items_of_a_long_article_stay_in_its_body():
     # trafilatura finds its main block by name; a body block named otherwise ("con") went to its fallback, which
     # keeps <p> text only: the article's subheadings and list items were lost.
@@ -360,10 +367,7 @@ def test_subheadings_and_list_items_of_a_long_article_stay_in_its_body():
     body = (f"<p>{story[0]}</p><p>{story[1]}</p><h3>施工回顾</h3><p>{story[2]}</p><p>{story[3]}</p>"
             f"<h3>居民怎么说</h3><p>{story[4]}</p><p>{story[5]}</p><ul><li>桥面铺装全部更换</li><li>新装防撞护栏</li></ul>"
             f"<p>{story[6]}</p><p>{story[7]}</p><p>{story[8]}</p>")
-    page = (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
-            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
-            f"<div class='con'>{body}</div></div></body></html>")
-    lines = extract_article(page).text.splitlines()
+    lines = extract_article(_con_page(body)).text.splitlines()
     assert lines == [story[0], story[1], "施工回顾", story[2], story[3], "居民怎么说", story[4], story[5],
                      "- 桥面铺装全部更换", "- 新装防撞护栏", *story[6:]]  # trafilatura marks list items
 
@@ -399,10 +403,6 @@ def test_a_hot_list_closing_the_article_block_stays_out_of_the_body_and_a_list_i
     steps = "<ul><li>桥面铺装全部更换</li><li>新装防撞护栏</li><li>更换排水管道</li><li>重画交通标线</li><li>加装路灯</li></ul>"
     hot = "".join(f"<li><b>{h}</b> {summary}</li>" for h, summary in CARDS)
     body = "".join(f"<p>{p}</p>" for p in story[:4]) + steps + "".join(f"<p>{p}</p>" for p in story[4:])
-    page = (f"<html><head><title>{HEADLINE}_青山网</title></head><body><div class='nav'><a href='/'>首页</a></div>"
-            f"<div class='wrap'><h1>{HEADLINE}</h1><div class='info'>2024-05-06 08:30 来源：青山日报</div>"
-            f"<div class='con'>{body}<div class='hot-news'><div class='tit'>今日热点</div><ul>{hot}</ul></div></div>"
-            "</div></body></html>")
-    text = extract_article(page).text
+    text = extract_article(_con_page(f"{body}<div class='hot-news'><div class='tit'>今日热点</div><ul>{hot}</ul></div>")).text
     assert text.splitlines()[-1] == story[-1] and "- 加装路灯" in text
     assert not any(h in text for h, _ in CARDS) and "今日热点" not in text

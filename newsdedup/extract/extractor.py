@@ -585,8 +585,7 @@ def _subdocument(node: HtmlElement, article: bool = False) -> HtmlElement:
     # under it, it reads each bare <div> whole, as one line, headline, date line and body together (a brief on
     # sina's template).
     body = doc.find("body")
-    paragraphs = sum(_non_space_length(piece) for piece in part.xpath(".//p//text()"))
-    if article and paragraphs >= _MAIN_EXTRACTOR_TEXT:
+    if article and sum(_non_space_length(piece) for piece in part.xpath(".//p//text()")) >= _MAIN_EXTRACTOR_TEXT:
         _drop_closing_lists(part)
         etree.SubElement(body, "article").append(part)
     else:
