@@ -146,8 +146,10 @@ def analyse_page(
     remove_selectors: Sequence[str],
     options: ExtractOptions,
     boilerplate: AbstractSet[int] = frozenset(),
+    sign_offs: AbstractSet[int] = frozenset(),
 ) -> PageAnalysis | PageSkipped:
-    """Extract the article of one page (``boilerplate``: its site's learned template) and compute its dedup features.
+    """Extract the article of one page (``boilerplate``, ``sign_offs``: its site's learned template) and compute its
+    dedup features.
 
     Never raises for a bad page: whatever goes wrong comes back as a :class:`PageSkipped` with a reason.
     """
@@ -166,6 +168,7 @@ def analyse_page(
             max_bytes=options.max_bytes,
             boilerplate=boilerplate,
             keep_shared_prose=options.keep_shared_prose,
+            sign_offs=sign_offs,
         )
         features = _worker_extractor.features(article.text)
     except SkipPage as skip:

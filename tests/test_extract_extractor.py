@@ -406,3 +406,34 @@ def test_a_hot_list_closing_the_article_block_stays_out_of_the_body_and_a_list_i
     text = extract_article(_con_page(f"{body}<div class='hot-news'><div class='tit'>今日热点</div><ul>{hot}</ul></div>")).text
     assert text.splitlines()[-1] == story[-1] and "- 加装路灯" in text
     assert not any(h in text for h, _ in CARDS) and "今日热点" not in text
+
+
+def test_an_unlabelled_dateline_opening_the_body_goes_once():
+    # "每日经济新闻 2018-06-14 13:20:39": a name and a date with its time of day, no label, as the first line of the
+    # body (inside the body element, so the locator does not leave it out).
+    page = _template_a("<p>青山日报 2024-05-06 08:30:15</p>" + "".join(f"<p>{p}</p>" for p in STORY))
+    assert extract_article(page).text == "\n".join(STORY)
+    # Only once, where the body opens: a live report's entries look the same and stay.
+    live = ["2024-05-06 10:30 沪指高开", "2024-05-06 10:45 创业板指翻红", *STORY]
+    page = _template_a("<p>青山日报 2024-05-06 08:30:15</p>" + "".join(f"<p>{p}</p>" for p in live))
+    assert extract_article(page).text.splitlines() == live
+    # A sentence with a date and a time is text.
+    sentence = "2024年5月6日10:30，老桥正式通车，首批车辆驶过桥面"
+    assert extract_article(_template_a(f"<p>{sentence}</p>" + "".join(f"<p>{p}</p>" for p in STORY))).text.startswith(sentence)
+
+
+def test_a_sites_sign_off_closing_the_body_goes_and_stays_anywhere_else():
+    from newsdedup.extract.template import line_hash
+
+    notice = "特别提醒：如果我们使用了您的图片，请作者与本站联系索取稿酬。如您不希望作品出现在本站，可联系我们要求撤下您的作品。"
+    sign_offs = frozenset({line_hash(notice, HEADLINE)})
+    closing = _template_a("".join(f"<p>{p}</p>" for p in (*STORY, notice)))
+    assert extract_article(closing).text.endswith(notice)  # without the site's template: one page tells nothing
+    assert extract_article(closing, sign_offs=sign_offs).text == "\n".join(STORY)
+    # Not closing the body: the article goes on after it, so it is the article's text (a series' introduction).
+    inside = _template_a("".join(f"<p>{p}</p>" for p in (STORY[0], notice, *STORY[1:])))
+    assert notice in extract_article(inside, sign_offs=sign_offs).text
+    # Closing the body but speaking of the headline: the article's own closing paragraph, printed again.
+    own = f"{HEADLINE}后，附近居民出行更加方便。"
+    assert extract_article(_template_a("".join(f"<p>{p}</p>" for p in (*STORY, own))),
+                           sign_offs=frozenset({line_hash(own, HEADLINE)})).text.endswith(own)

@@ -19,9 +19,11 @@ import pytest
 
 from conftest import REPO_ROOT
 from newsdedup.demo.server import LoopbackServer, Response, site_entry
+from newsdedup.extract.related import normalize_heading
 from newsdedup.extract.template import (
     FOREIGN_HEADLINE_SHARE,
     MIN_PAGES,
+    PARAGRAPH_CHARS,
     SiteTemplate,
     headline_share,
     page_lines,
@@ -216,6 +218,24 @@ def test_a_forums_introduction_on_every_speakers_page_stays_and_never_makes_one_
     assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)  # the introduction kept
     assert len({r["cluster_id"] for r in rows}) == len(stories) and {r["status"] for r in rows} == {"unique"}
     assert _stat(log, "newsdedup/extract/template_failures") == 0 and not [r for r in rows if HOT[0] in r["text"]]
+
+
+# A notice the site closes every article with, inside the article element: a paragraph of the body on every page
+# (PARAGRAPH_CHARS letters or more: a shorter line in a body is counted as template wherever it stands).
+SIGN_OFF = ("特别提醒：本网刊载的部分图片来自网络，如涉及版权，请作者在三十日内与本站联系索取稿酬；如您不希望作品出现在本站，"
+            "可联系我们要求撤下您的作品。")
+
+
+def test_a_sign_off_closing_every_article_goes_and_the_series_introduction_opening_it_stays(tmp_path):
+    # Both recur in the body of every page; the introduction opens the body and names whom the headline quotes, the
+    # sign-off closes it and speaks of none of the headlines. Read alone, a page keeps both.
+    assert not any(speaks_of_headline(title, SIGN_OFF) for title, _ in FORUM_TALKS)
+    assert len(normalize_heading(SIGN_OFF)) >= PARAGRAPH_CHARS
+    stories = [(title, f"{FORUM_INTRO}\n{talk}") for title, talk in FORUM_TALKS]
+    rows, log, _ = _crawl(tmp_path, _site([(t, f"{x}\n{SIGN_OFF}") for t, x in stories], anchored=True, extra=False))
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)
+    assert len({r["cluster_id"] for r in rows}) == len(stories) and {r["status"] for r in rows} == {"unique"}
+    assert _stat(log, "newsdedup/extract/template_failures") == 0
 
 
 def test_recurring_paragraphs_unlike_the_headline_are_a_failure_and_a_reprint_under_its_headline_is_not():

@@ -37,9 +37,11 @@ from lxml.html import HtmlElement
 
 from newsdedup import settings as _D  # the shipped defaults, written there only
 from newsdedup.extract.decode import decode_html
-from newsdedup.extract.metadata import extract_metadata, find_datetimes, visible_text
+from newsdedup.extract.metadata import around_datetimes, extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
-from newsdedup.extract.template import PARAGRAPH_CHARS, line_hash, normalized_line_hash, page_blocks, strip_boilerplate
+from newsdedup.extract.template import (
+    PARAGRAPH_CHARS, line_hash, normalized_line_hash, page_blocks, speaks_of_headline, strip_boilerplate,
+)
 
 __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
 
@@ -84,6 +86,10 @@ _MAX_BYLINE_LINE = 60
 # A short line under the headline that carries a date and a source or author label is the dateline.
 _DATELINE_LABEL = re.compile(r"来源|作者|记者|编辑|发布|时间|出处|稿源")
 _SOURCE_LABEL = re.compile(r"(?:来源|作者|记者|编辑|稿源|出处|發佈|发布)[ \t]*[:：/]")
+# "每日经济新闻 2018-06-14 13:20:39": a date with its time of day beside a name this short (an outlet, a reporter)
+# and nothing else is the dateline, labels or not. A time of day is what sentences rarely print, datelines always.
+_DATELINE_NAME = 16
+_CLAUSE_PUNCT = re.compile(r"[，。！？；,!?;…]")
 # How far under the headline (characters of visible text) a date or source line still belongs to it.
 _DATELINE_WINDOW = 200
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -182,6 +188,7 @@ def extract_article(
     max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES,
     boilerplate: AbstractSet[int] = frozenset(),
     keep_shared_prose: bool = True,
+    sign_offs: AbstractSet[int] = frozenset(),
 ) -> Article:
     """Extract the article from ``page`` (raw bytes or decoded HTML); raise :class:`SkipPage` when there is none.
 
@@ -191,14 +198,17 @@ def extract_article(
     a date or source line under it, the body block after it): news briefs are short. Fewer: ``too_short``.
     Pages over ``max_bytes`` are refused unparsed. ``boilerplate`` holds the block hashes of the site's
     learned template (:class:`~newsdedup.extract.template.SiteTemplate`), deleted before anything is weighed
-    (``keep_shared_prose``: see :func:`~newsdedup.extract.template.strip_boilerplate`).
+    (``keep_shared_prose``: see :func:`~newsdedup.extract.template.strip_boilerplate`); ``sign_offs`` the paragraphs
+    the site's pages carry in their bodies (:meth:`~newsdedup.extract.template.SiteTemplate.sign_offs`), cut where they
+    close the body and do not speak of the headline.
 
     Arguments are validated up front (ValueError). After that, bad input of any kind (broken HTML, binary
     files, pages too large, pages without text) raises only :class:`SkipPage`.
     """
     _validate(page, url, remove_selectors, min_chars, brief_chars, max_bytes)
     try:
-        return _extract(page, url, tuple(remove_selectors), min_chars, brief_chars, max_bytes, boilerplate, keep_shared_prose)
+        return _extract(page, url, tuple(remove_selectors), min_chars, brief_chars, max_bytes, boilerplate,
+                        keep_shared_prose, sign_offs)
     except SkipPage:
         raise
     except ValueError as exc:
@@ -214,7 +224,7 @@ def extract_article(
 
 def _extract(
     page: str | bytes, url: str | None, selectors: tuple[str, ...], min_chars: int, brief_chars: int, max_bytes: int,
-    boilerplate: AbstractSet[int], keep_shared_prose: bool,
+    boilerplate: AbstractSet[int], keep_shared_prose: bool, sign_offs: AbstractSet[int],
 ) -> Article:
     html = _decode_checked(page, max_bytes)
     root = _parse(html)
@@ -246,6 +256,8 @@ def _extract(
         _wrap_loose_text(headline)
     node, anchored, leads = _main_node(root, headline)
     text = _read(root, node, url, anchor_texts | set(boilerplate), meta.title, leads, anchored)
+    if sign_offs:
+        text = _without_sign_offs(text, meta.title, sign_offs)
     # One set of the article's elements, not a climb to the root from every block.
     in_node = None if node is None else set(node.iter())
     # A block holding half the body or more is the article's text however short (a 25-character 快讯): counted
@@ -496,7 +508,8 @@ def _anchored_node(
         if item is not None:
             skip_until = max(order[d] for d in item.iter())
             continue
-        if _is_byline(_SPACE.sub(" ", el.text_content()).strip(), dates=True):
+        line = _SPACE.sub(" ", el.text_content()).strip()
+        if _is_byline(line, dates=True) or _is_bare_dateline(line):
             continue  # the dateline under the headline: no body starts there
         node = _grow(el, stats, headline)
         if stats[node].article_prose >= _MIN_ANCHORED_PROSE:
@@ -725,6 +738,15 @@ def _is_byline(line: str, *, dates: bool = False) -> bool:
     return dates and bool(_DATELINE_LABEL.search(line) and find_datetimes(line) and not _SENTENCE_END.search(line))
 
 
+def _is_bare_dateline(line: str) -> bool:
+    """A date with its time of day and a short name beside it, no label: "每日经济新闻 2018-06-14 13:20:39". Taken
+    for the dateline once, where the body opens: a live report's entries look the same ("2018-06-14 10:30 沪指高开")."""
+    if len(line) > _MAX_BYLINE_LINE or _CLAUSE_PUNCT.search(line):
+        return False
+    rest = around_datetimes(line)
+    return rest is not None and len(normalize_heading(rest)) <= _DATELINE_NAME
+
+
 def _strip_trailing_bylines(line: str) -> str:
     head, tail = line[:-_BYLINE_TAIL], line[-_BYLINE_TAIL:]
     while True:
@@ -759,8 +781,15 @@ def _tidy(text: str, title: str | None = None) -> str:
     # The headline is not the body: many templates put it inside the body element, and a reprint under
     # another template must still be the same text. Datelines under it go too.
     norm_title = normalize_heading(title or "")
-    while lines and ((len(norm_title) >= 4 and _is_title(lines[0], norm_title)) or _is_byline(lines[0], dates=True)):
-        lines.pop(0)
+    bare_dateline = True  # still allowed
+    while lines:
+        if (len(norm_title) >= 4 and _is_title(lines[0], norm_title)) or _is_byline(lines[0], dates=True):
+            lines.pop(0)
+        elif bare_dateline and _is_bare_dateline(lines[0]):
+            lines.pop(0)
+            bare_dateline = False
+        else:
+            break
     # On the last line a date alone is a notice's signature date: it stays.
     while lines:
         if _is_byline(lines[-1]):
@@ -774,6 +803,36 @@ def _tidy(text: str, title: str | None = None) -> str:
         if not lines[-1]:
             lines.pop()
     return "\n".join(lines)
+
+
+def _without_sign_offs(text: str, title: str | None, sign_offs: AbstractSet[int]) -> str:
+    """``text`` without the site's sign-offs closing it (:func:`_is_sign_off`), while text of the page's own stays
+    before them (:func:`_has_own_text`). Cut from the reading :func:`_read` chose, not from the readings it weighs:
+    a block shorter by its sign-off weighed against the whole page lost to it (page-level benchmark: a blog shell's
+    page read as another entry of the blog, three stories joined through it)."""
+    lines = text.splitlines()
+    cut = False
+    while lines and _is_sign_off(lines[-1], title, sign_offs) and _has_own_text(lines[:-1], title, sign_offs):
+        lines.pop()
+        cut = True
+    return _tidy("\n".join(lines), title) if cut else text  # what the sign-off stood after may close the body now
+
+
+def _is_sign_off(line: str, title: str | None, sign_offs: AbstractSet[int]) -> bool:
+    """The line is one of the site's sign-offs (paragraphs in the bodies of several of its pages, see
+    :meth:`~newsdedup.extract.template.SiteTemplate.sign_offs`) and does not speak of the headline: a notice the site
+    closes its articles with ("特别提醒：如果我们使用了您的图片……"), not the closing paragraph of an article it printed
+    again, nor a series' introduction (which opens the body, and speaks of the headline)."""
+    norm = normalize_heading(line)
+    return normalized_line_hash(norm, title) in sign_offs and not speaks_of_headline(title, norm)
+
+
+def _has_own_text(lines: Sequence[str], title: str | None, sign_offs: AbstractSet[int]) -> bool:
+    """Some line is no paragraph other pages of the site carry in their bodies: the page's own article. A body made
+    of such paragraphs only is another story left in the page's template (or the site printing one story again):
+    the template check reads it again (:meth:`~newsdedup.extract.template.SiteTemplate.check`), and cutting it down
+    from its end here would leave nothing to check (page-level benchmark: 12 pages skipped as too short)."""
+    return any(line_hash(line, title) not in sign_offs for line in lines)
 
 
 def _tag_bar(lines: Sequence[str]) -> int | None:

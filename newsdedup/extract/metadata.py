@@ -330,6 +330,25 @@ def find_datetimes(text: str, *, default_offset: timezone = CHINA_OFFSET) -> lis
     return [(start, moment, has_time) for start, _, moment, has_time in _date_matches(text, default_offset)]
 
 
+def around_datetimes(text: str) -> str | None:
+    """``text`` without its dates, when one of them has a time of day; None when none has.
+
+    >>> around_datetimes("每日经济新闻 2018-06-14 13:20:39")
+    '每日经济新闻 '
+    >>> around_datetimes("2018年6月14日，美联储宣布加息") is None
+    True
+    """
+    matches = _date_matches(text, CHINA_OFFSET)
+    if not any(has_time for *_, has_time in matches):
+        return None
+    pieces, at = [], 0
+    for start, end, _, _ in matches:
+        if start >= at:
+            pieces.append(text[at:start])
+            at = end
+    return "".join(pieces) + text[at:]
+
+
 def _dateline_candidates(text: str) -> list[tuple[int, datetime, bool]]:
     """The dates of ``text`` that can be a publication time: not one end of a span (see _SPAN_BEFORE)."""
     return [

@@ -325,6 +325,8 @@ class SiteTemplate:
         self._outside: collections.Counter[int] = collections.Counter()  # ...outside their body
         self._known: set[int] = set()
         self._frozen: frozenset[int] | None = frozenset()  # boilerplate() as last made, None once _known changed
+        self._in_bodies: set[int] = set()  # blocks inside the bodies of min_pages pages or more (sign_offs())
+        self._frozen_in_bodies: frozenset[int] | None = frozenset()
         self.failures: collections.deque[dict] = collections.deque(maxlen=_FAILURES_KEPT)
 
     @property
@@ -357,6 +359,7 @@ class SiteTemplate:
         # count outside the bodies reaches min_pages, and stops being boilerplate when it falls below. Counting up
         # is Counter.update's C loop; this runs in the crawl process for every page (twice once the window is full).
         outside, body = page
+        # A block's count inside bodies is its count less its count outside them.
         count, counted_outside, least = self._count, self._outside, self.min_pages
         if step > 0:
             count.update(outside)
@@ -366,6 +369,10 @@ class SiteTemplate:
             if risen:
                 self._known.update(risen)
                 self._frozen = None
+            risen = [h for h in body if count[h] - counted_outside.get(h, 0) == least]
+            if risen:
+                self._in_bodies.update(risen)
+                self._frozen_in_bodies = None
             return
         for counter, lines in ((count, outside), (count, body), (counted_outside, outside)):
             for h in lines:
@@ -378,12 +385,26 @@ class SiteTemplate:
         if fallen:
             self._known.difference_update(fallen)
             self._frozen = None
+        fallen = [h for h in body if count.get(h, 0) - counted_outside.get(h, 0) == least - 1]
+        if fallen:
+            self._in_bodies.difference_update(fallen)
+            self._frozen_in_bodies = None
 
     def boilerplate(self) -> frozenset[int]:
         """Blocks outside the body on at least ``min_pages`` of the site's pages: what :func:`strip_boilerplate` deletes."""
         if self._frozen is None:  # made again only when it changed: the crawl asks for it for every page
             self._frozen = frozenset(self._known)
         return self._frozen
+
+    def sign_offs(self) -> frozenset[int]:
+        """Paragraphs in the bodies of at least ``min_pages`` of the site's pages: what the extractor cuts where they
+        close a body and do not speak of its headline (a site's sign-off: "特别提醒：如果我们使用了您的图片……", a
+        reprint disclaimer). Not stripped anywhere else: in a body a recurring paragraph may be the article's own (a
+        series' introduction opens each page of the series; an article the site prints again carries all of its
+        paragraphs), and a sign-off is told from them by where it stands, after the article's own text."""
+        if self._frozen_in_bodies is None:
+            self._frozen_in_bodies = frozenset(self._in_bodies)
+        return self._frozen_in_bodies
 
     def retry_boilerplate(self) -> frozenset[int]:
         """The stricter template a template failure is retried with: every block other pages of the site carry

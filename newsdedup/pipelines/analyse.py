@@ -60,7 +60,8 @@ class AnalysePipeline(StagePipeline):
         template = state.template(page.site)
         stored = None  # whether the page's URL is stored already, once known (it cannot change during its turn)
         try:
-            result = await self._analyse(page, template.boilerplate() if template is not None else frozenset())
+            learned = (template.boilerplate(), template.sign_offs()) if template is not None else ()
+            result = await self._analyse(page, *learned)
             await state.order.wait_turn(page.ticket)
             if template is not None and isinstance(result, PageAnalysis) and not (stored := state.store.has_page(page.url)):
                 if self._should_hold(page, template):
@@ -144,16 +145,19 @@ class AnalysePipeline(StagePipeline):
         page.analysis = result
         return page
 
-    async def _analyse(self, page: ArticlePage, boilerplate: frozenset[int], *, retry: bool = False, lenient: bool = False):
-        """Extract and fingerprint ``page`` on the pool: a ``retry`` strips every shared block, ``lenient`` keeps
-        any text however short."""
+    async def _analyse(
+        self, page: ArticlePage, boilerplate: frozenset[int] = frozenset(), sign_offs: frozenset[int] = frozenset(), *,
+        retry: bool = False, lenient: bool = False,
+    ):
+        """Extract and fingerprint ``page`` on the pool with its site's template (``boilerplate``, ``sign_offs``): a
+        ``retry`` strips every shared block, ``lenient`` keeps any text however short."""
         options = self.state.settings.extract
         if retry or lenient:
             options = dataclasses.replace(options, keep_shared_prose=False)
         if lenient:
             options = dataclasses.replace(options, min_chars=0, brief_chars=0)
         return await self.state.pool.analyse(
-            page.body, page.url, page.declared_encoding, page.remove_selectors, options, boilerplate
+            page.body, page.url, page.declared_encoding, page.remove_selectors, options, boilerplate, sign_offs
         )
 
     async def _check_template(self, page: ArticlePage, template: SiteTemplate, result: PageAnalysis):
@@ -167,7 +171,7 @@ class AnalysePipeline(StagePipeline):
             template.forget(first_reading)
 
         async def reread(boilerplate: frozenset[int], lenient: bool):
-            reading = await self._analyse(page, boilerplate, retry=True, lenient=lenient)
+            reading = await self._analyse(page, boilerplate, template.sign_offs(), retry=True, lenient=lenient)
             return reading, reading.article.text if isinstance(reading, PageAnalysis) else None
 
         check = await template.check(page.url, article.title, article.text, reread)
