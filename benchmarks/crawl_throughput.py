@@ -78,8 +78,10 @@ class NaivePipeline:
         return item
 
 
-def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False) -> tuple[int, float]:
-    """Article pages under a/, list pages of 50 links under list/; returns (list pages, mean article KB)."""
+def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False, one_site: bool = False) -> tuple[dict, float]:
+    """Article pages under <site>/a/, list pages of 50 links under <site>/list/; returns ({site: list pages}, mean
+    article KB). The real-size pages form one site per portal whose shells they use, as a crawl's site file has them
+    (each site learns its own template); ``one_site`` (or ``small``) serves them all as one site, "bench"."""
     path = data_dir / "sina-news-2018" / "articles.jsonl.gz"
     if not path.is_file():
         raise SystemExit(f"{path} not found: pass --data pointing at the shared data folder")
@@ -87,10 +89,12 @@ def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False) -
         texts = [(d["title"], d["text"]) for d in map(json.loads, lines) if len(d["text"]) >= 400]
     rng = random.Random(2026)
     texts = [texts[rng.randrange(len(texts))] for _ in range(pages)]
-    (root / "a").mkdir(parents=True)
-    (root / "list").mkdir()
     shells = [] if small else [s for s in load_shells(data_dir)[0]
                                if 90_000 <= s.source_bytes <= 250_000 and s.encoding == "utf-8"]
+    site_of = [("bench" if one_site or not shells else _site_name(shells[i % len(shells)].portal)) for i in range(pages)]
+    for site in set(site_of):
+        (root / site / "a").mkdir(parents=True)
+        (root / site / "list").mkdir()
     size = 0
     for i, (title, text) in enumerate(texts):
         if shells:
@@ -100,15 +104,23 @@ def build_site(root: Path, pages: int, data_dir: Path, *, small: bool = False) -
                               for k in (1, 2, 3))
             paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n") if p.strip())
             body = PAGE.format(title=html.escape(title), paragraphs=paragraphs, related=related).encode("utf-8")
-        (root / "a" / f"{i}.html").write_bytes(body)
+        (root / site_of[i] / "a" / f"{i}.html").write_bytes(body)
         size += len(body)
-    lists = (pages + 49) // 50
-    for n in range(lists):
-        links = "".join(f'<li><a href="/a/{i}.html">第{i}篇</a></li>' for i in range(50 * n, min(pages, 50 * n + 50)))
-        (root / "list" / f"{n}.html").write_text(f'<html><head><meta charset="utf-8"></head><body><ul>{links}</ul>'
-                                                 f'<a href="/list/{(n + 1) % lists}.html">下一页</a></body></html>',
-                                                 encoding="utf-8")
+    lists = {}
+    for site in sorted(set(site_of)):
+        articles = [i for i in range(pages) if site_of[i] == site]
+        lists[site] = (len(articles) + 49) // 50
+        for n in range(lists[site]):
+            links = "".join(f'<li><a href="/{site}/a/{i}.html">第{i}篇</a></li>' for i in articles[50 * n : 50 * n + 50])
+            (root / site / "list" / f"{n}.html").write_text(
+                f'<html><head><meta charset="utf-8"></head><body><ul>{links}</ul>'
+                f'<a href="/{site}/list/{(n + 1) % lists[site]}.html">下一页</a></body></html>', encoding="utf-8")
     return lists, size / pages / 1000
+
+
+def _site_name(portal: str) -> str:
+    """A site name (letters, digits, "-") for the pages of one portal's shells."""
+    return "".join(c if c.isalnum() and c.isascii() else "-" for c in portal).strip("-")[:40] or "portal"
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -257,18 +269,20 @@ def finish_one(process: subprocess.Popen, stats_file: Path) -> dict:
     return json.loads(stats_file.read_text())
 
 
-def serve_site(pages: int, data: Path, *, small: bool = False) -> tuple:
+def serve_site(pages: int, data: Path, *, small: bool = False, one_site: bool = False) -> tuple:
     """Build the site in a new folder and serve it from another process: (workdir, sites file, server)."""
     workdir = Path(tempfile.mkdtemp(prefix="newsdedup-bench-"))
-    lists, page_kb = build_site(workdir / "site", pages, data, small=small)
-    print(f"{pages} article pages, {page_kb:.0f} KB on average", flush=True)
+    lists, page_kb = build_site(workdir / "site", pages, data, small=small, one_site=one_site)
+    print(f"{pages} article pages, {page_kb:.0f} KB on average, {len(lists)} site(s)", flush=True)
     ports = multiprocessing.Queue()
     server = multiprocessing.Process(target=serve, args=(str(workdir / "site"), ports), daemon=True)
     server.start()
     base = f"http://127.0.0.1:{ports.get(timeout=10)}"
     sites_file = workdir / "sites.toml"
-    sites_file.write_text(f'[[site]]\nname = "bench"\nstart_urls = [{", ".join(json.dumps(f"{base}/list/{n}.html") for n in range(lists))}]\n'
-                          f'allowed_domains = ["127.0.0.1"]\narticle_url_pattern = \'{base}/a/\\d+\\.html\'\n', encoding="utf-8")
+    sites_file.write_text("".join(
+        f'[[site]]\nname = "{site}"\nstart_urls = [{", ".join(json.dumps(f"{base}/{site}/list/{n}.html") for n in range(count))}]\n'
+        f'allowed_domains = ["127.0.0.1"]\narticle_url_pattern = \'{base}/{site}/a/\\d+\\.html\'\n\n'
+        for site, count in lists.items()), encoding="utf-8")
     return workdir, sites_file, server
 
 
@@ -279,6 +293,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times, interleaved")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
     parser.add_argument("--small", action="store_true", help="5 KB template pages instead of real-size portal pages")
+    parser.add_argument("--one-site", action="store_true",
+                        help="serve the real-size pages of every portal as one site (one template learned over all)")
     parser.add_argument("--against", type=Path, metavar="DIR",
                         help="also run the full_* configurations with the newsdedup package of the checkout in DIR")
     parser.add_argument("--profile", action="store_true",
@@ -295,7 +311,7 @@ def main() -> None:
         runs[name] = (name, None)
         if args.against is not None and name.startswith("full"):
             runs[f"{name}@{args.against.name}"] = (name, args.against.resolve())
-    workdir, sites_file, server = serve_site(args.pages, args.data, small=args.small)
+    workdir, sites_file, server = serve_site(args.pages, args.data, small=args.small, one_site=args.one_site)
     rates: dict[str, list[float]] = {label: [] for label in runs}
     try:
         for round_number in range(1, args.rounds + 1):

@@ -55,3 +55,31 @@ def test_idempotent_on_random_tricky_strings() -> None:
 def test_rejects_bytes() -> None:
     with pytest.raises(ValueError, match="decode bytes first"):
         normalize_text("新闻".encode())  # type: ignore[arg-type]
+
+
+def test_the_shipped_invisible_ranges_are_what_the_unicode_tables_give() -> None:
+    import unicodedata
+
+    from newsdedup.text import normalize
+
+    if unicodedata.unidata_version != "14.0.0":
+        pytest.skip("the shipped ranges are those of Unicode 14.0; other versions scan their own tables")
+    assert list(normalize._INVISIBLE_RANGES_14) == normalize._invisible_ranges()  # noqa: SLF001
+
+
+def test_nfkc_is_unicodedatas_nfkc_on_random_and_composing_text() -> None:
+    import sys
+    import unicodedata
+
+    from newsdedup.text.normalize import nfkc
+
+    rng = random.Random(7)
+    every = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    # Full-width forms beside combining marks, jamo and the characters NFKC composes them with.
+    tricky = [0xFF0C, 0xFF21, 0xFF41, 0xFF10, 0xFF1C, 0x0338, 0x3000, 0x00A0, 0x2026, 0x0301, 0x0308, 0x3099, 0x1100,
+              0x1161, 0x11A8, 0x0041, 0x0065, 0x4E00, 0x3002, 0x2F00]
+    for _ in range(30_000):
+        text = "".join(chr(rng.choice(every) if rng.random() < 0.4 else rng.choice(tricky)) for _ in range(rng.randint(1, 9)))
+        assert nfkc(text) == unicodedata.normalize("NFKC", text), [hex(ord(c)) for c in text]
+    prose = "全国人大常委会（ＮＰＣ）第１次会议：“加快５Ｇ建设”……　记者\xa0王明"
+    assert nfkc(prose) == unicodedata.normalize("NFKC", prose)

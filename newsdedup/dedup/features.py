@@ -122,7 +122,10 @@ class FeatureExtractor:
         self.config = config
         self._segmenter = get_segmenter(config.segmenter, config.user_dict)
         self._stopwords = load_stopwords(config.stopwords)
-        self._idf, self._default_idf = default_idf()
+        # jieba's IDF table (270k words, ~0.4 s CPU to read) weighs Simhash's words only: a worker of another
+        # method never reads it.
+        weighs_words = config.uses_simhash and config.simhash_features == "words"
+        self._idf, self._default_idf = default_idf() if weighs_words else ({}, 0.0)
         self._antecedents = load_antecedents(config.antecedents) if config.uses_spotsigs else frozenset()
         self._key_concepts: KeyConceptExtractor | None = None
         if config.uses_key_concepts:
