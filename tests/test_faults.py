@@ -66,8 +66,10 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 # -- 1. a dead worker -------------------------------------------------------------------------------------
-# Pages larger than the defaults allow, so one can keep a worker busy for seconds (6 MB: about 10 CPU seconds of
-# extraction; 22 MB: over half a minute). The other pages of these sites take a few hundredths of a second each.
+# Pages larger than the defaults allow, so one can keep a worker busy for seconds (12 MB: 7.5 CPU seconds of
+# extraction on an idle machine of 2026-11, more elsewhere; 22 MB: 26 s, superlinear). The other pages of these sites
+# take a few hundredths of a second each. A 6 MB page took 3.2 s there: its worker finished it before its CPU time
+# passed the 4 s that tell it from the others (_on_the_big_page), and the kill never came.
 BIG = ("-s", "NEWSDEDUP_EXTRACT_MAX_BYTES=50000000", "-s", "DOWNLOAD_MAXSIZE=50000000", "-s", "DOWNLOAD_WARNSIZE=0")
 
 
@@ -85,7 +87,7 @@ def _on_the_big_page(site: FaultSite, crawl, *, not_pid: int | None = None) -> i
 
 def test_a_killed_worker_is_replaced_and_its_page_handed_to_another(tmp_path):
     with FaultSite(20) as site:
-        site.set_page("/a/900.html", big_article_html(6))
+        site.set_page("/a/900.html", big_article_html(12))
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", workers=2, log=tmp_path / "crawl.log")
@@ -103,7 +105,7 @@ def test_a_killed_worker_is_replaced_and_its_page_handed_to_another(tmp_path):
 
 def test_a_page_that_kills_its_worker_twice_is_skipped_as_crashed(tmp_path):
     with FaultSite(10) as site:
-        site.set_page("/a/900.html", big_article_html(6))
+        site.set_page("/a/900.html", big_article_html(12))
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         crawl = start_crawl(sites, db, *BIG, "-s", "NEWSDEDUP_EXTRACT_TIMEOUT=300", log=tmp_path / "crawl.log")
