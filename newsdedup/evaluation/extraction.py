@@ -198,7 +198,9 @@ def _split(page: GoldPage) -> str:
 # ---------------------------------------------------------------------------------------- readings
 
 
-def _read(html: bytes, reading: str, template: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())) -> dict:
+def _read(
+    html: bytes, reading: str, template: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+) -> dict:
     """One reading of one page: text (and for ours the metadata and block hashes); ``template``: the boilerplate and
     sign-offs of its site's template."""
     if reading.startswith("trafilatura"):
@@ -579,6 +581,6 @@ def format_markdown(ex: dict) -> list[str]:
               f"{ex['leaks']['pages']}.", ""]
     formerly = ex.get("formerly_held_out", {})
     if formerly:
-        lines += ["Development units that were held out first, as they read then (what an unseen portal gave): " + "; ".join(
-            f"{unit}: {figure}" for unit, figure in formerly.items()) + ".", ""]
+        lines += ["Development units that were held out first, as they read then (what an unseen portal gave): "
+                  + "; ".join(f"{unit}: {figure}" for unit, figure in formerly.items()) + ".", ""]
     return lines
