@@ -1,5 +1,6 @@
-"""SiteTemplate's counts, boilerplate and sign-off candidates, kept up page by page, equal what its window of pages gives when counted
-from scratch, through learning, the window forgetting its oldest pages, forget() and a save and restore."""
+"""SiteTemplate's counts, boilerplate and sign-off candidates, kept up page by page, equal what its window of pages
+gives when counted from scratch, through learning, the window forgetting its oldest pages, forget() and a save and
+restore."""
 
 from __future__ import annotations
 

@@ -806,33 +806,26 @@ def _tidy(text: str, title: str | None = None) -> str:
 
 
 def _without_sign_offs(text: str, title: str | None, sign_offs: AbstractSet[int]) -> str:
-    """``text`` without the site's sign-offs closing it (:func:`_is_sign_off`), while text of the page's own stays
-    before them (:func:`_has_own_text`). Cut from the reading :func:`_read` chose, not from the readings it weighs:
-    a block shorter by its sign-off weighed against the whole page lost to it (page-level benchmark: a blog shell's
-    page read as another entry of the blog, three stories joined through it)."""
-    lines = text.splitlines()
-    cut = False
-    while lines and _is_sign_off(lines[-1], title, sign_offs) and _has_own_text(lines[:-1], title, sign_offs):
-        lines.pop()
-        cut = True
-    return _tidy("\n".join(lines), title) if cut else text  # what the sign-off stood after may close the body now
-
-
-def _is_sign_off(line: str, title: str | None, sign_offs: AbstractSet[int]) -> bool:
-    """The line is one of the site's sign-offs (paragraphs in the bodies of several of its pages, see
-    :meth:`~newsdedup.extract.template.SiteTemplate.sign_offs`) and does not speak of the headline: a notice the site
+    """``text`` without the site's sign-offs closing it: paragraphs other pages of the site carry in their bodies
+    (:meth:`~newsdedup.extract.template.SiteTemplate.sign_offs`) that do not speak of the headline, a notice the site
     closes its articles with ("特别提醒：如果我们使用了您的图片……"), not the closing paragraph of an article it printed
-    again, nor a series' introduction (which opens the body, and speaks of the headline)."""
-    norm = normalize_heading(line)
-    return normalized_line_hash(norm, title) in sign_offs and not speaks_of_headline(title, norm)
+    again, nor a series' introduction (which opens the body, and speaks of the headline).
 
-
-def _has_own_text(lines: Sequence[str], title: str | None, sign_offs: AbstractSet[int]) -> bool:
-    """Some line is no paragraph other pages of the site carry in their bodies: the page's own article. A body made
-    of such paragraphs only is another story left in the page's template (or the site printing one story again):
-    the template check reads it again (:meth:`~newsdedup.extract.template.SiteTemplate.check`), and cutting it down
-    from its end here would leave nothing to check (page-level benchmark: 12 pages skipped as too short)."""
-    return any(line_hash(line, title) not in sign_offs for line in lines)
+    Only when a line of the page's own (none of those paragraphs) stands before them: a body made of such paragraphs
+    only is another story left in the page's template (or the site printing one story again), which the template
+    check reads again (:meth:`~newsdedup.extract.template.SiteTemplate.check`); cut down from its end here it left
+    nothing to check (page-level benchmark: 12 pages skipped as too short). Cut from the reading :func:`_read` chose,
+    not from the readings it weighs: a block shorter by its sign-off weighed against the whole page lost to it
+    (page-level benchmark: a blog shell's page read as another entry of the blog, three stories joined through it).
+    """
+    lines = text.splitlines()
+    hashes = [line_hash(line, title) for line in lines]
+    end = len(lines)
+    while end and hashes[end - 1] in sign_offs and not speaks_of_headline(title, normalize_heading(lines[end - 1])):
+        end -= 1
+    if end == len(lines) or all(h in sign_offs for h in hashes[:end]):
+        return text
+    return _tidy("\n".join(lines[:end]), title)  # what the sign-off stood after may close the body now
 
 
 def _tag_bar(lines: Sequence[str]) -> int | None:
