@@ -437,3 +437,22 @@ def test_a_sites_sign_off_closing_the_body_goes_and_stays_anywhere_else():
     own = f"{HEADLINE}后，附近居民出行更加方便。"
     assert extract_article(_template_a("".join(f"<p>{p}</p>" for p in (*STORY, own))),
                            sign_offs=frozenset({line_hash(own, HEADLINE)})).text.endswith(own)
+
+
+def test_visible_text_length_counts_the_same_with_and_without_scripts():
+    """The one-walk count (what the extraction reads: scripts already dropped) equals the XPath's on the same tree, and
+    a tree that still holds scripts, styles and <noscript> notices is counted without them."""
+    import lxml.html
+
+    from newsdedup.extract import extractor
+
+    page = ("<html><head><title>t</title></head><body><div>正文 第一段，\u3000有空格。<b>加粗</b>尾巴</div>"
+            "<p> 第二段 <a>链接</a> 尾 </p>{extra}</body></html>")
+    plain = lxml.html.document_fromstring(page.format(extra=""))
+    scripted = lxml.html.document_fromstring(
+        page.format(extra="<script>var a = '脚本文字';</script><style>p {}</style><noscript>请启用脚本</noscript>"))
+    by_xpath = sum(extractor._non_space_length(piece) for piece in plain.xpath(extractor._VISIBLE_TEXT))
+    assert by_xpath == len("正文第一段，有空格。加粗尾巴第二段链接尾")
+    assert extractor._visible_text_length(plain) == by_xpath
+    assert extractor._visible_text_length(scripted) == by_xpath
+

@@ -27,7 +27,7 @@ from newsdedup.dedup.simhash import (  # _is_dropped_token: the one filter of wo
 )
 from newsdedup.dedup.spotsigs import load_antecedents, spot_signatures
 from newsdedup.text.hashing import hash64, text_fingerprint
-from newsdedup.text.normalize import exact_form, is_word, normalize_text
+from newsdedup.text.normalize import exact_form, find_letter_or_number, normalize_text
 from newsdedup.text.segment import get_segmenter
 from newsdedup.text.stopwords import load_stopwords
 
@@ -141,7 +141,7 @@ class FeatureExtractor:
         config = self.config
         if not (config.uses_simhash or config.uses_spotsigs or config.uses_content_words or config.uses_key_concepts):
             return doc
-        tokens = [t for t in self._segmenter.cut(normalized) if is_word(t)]
+        tokens = list(filter(find_letter_or_number, self._segmenter.cut(normalized)))
         if config.uses_simhash:
             if config.simhash_features == "words":
                 weighted = word_features(tokens, self._stopwords, idf=self._idf, default_idf=self._default_idf)

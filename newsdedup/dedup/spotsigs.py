@@ -30,7 +30,7 @@ from importlib import resources
 from math import floor
 from pathlib import Path
 
-from newsdedup.text.normalize import is_word  # re-exported: part of the SpotSigs API
+from newsdedup.text.normalize import find_letter_or_number, is_word  # is_word re-exported: part of the SpotSigs API
 
 __all__ = [
     "ANTECEDENT_LISTS",
@@ -75,9 +75,7 @@ def spot_signatures(
     # antecedent, the index in that list where its chain starts.
     words: list[str] = []
     starts: list[tuple[str, int]] = []
-    for token in tokens:
-        if not is_word(token):
-            continue
+    for token in filter(find_letter_or_number, tokens):
         if token in antecedents:
             starts.append((token, len(words)))
         else:

@@ -24,6 +24,7 @@ plain top-level function whose arguments and results pickle). Steps:
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import re
 from array import array
@@ -629,16 +630,19 @@ def _drop_closing_lists(part: HtmlElement) -> None:
 def _trafilatura(tree: HtmlElement, url: str | None) -> str:
     import trafilatura  # imported lazily: it loads slowly, and process-pool workers pay once
 
-    text = trafilatura.extract(
-        tree,
-        url=url,
-        deduplicate=False,
-        include_comments=False,
-        include_tables=True,
-        output_format="txt",
-        with_metadata=False,
-    )
-    return text or ""
+    options = copy.copy(_trafilatura_options())
+    options.url = url
+    options.source = url and url.encode("utf-8", "replace").decode("utf-8")  # as Extractor sets it from url
+    return trafilatura.extract(tree, options=options) or ""
+
+
+@functools.cache
+def _trafilatura_options():
+    """trafilatura's settings for our readings, built once: ``Extractor()`` reads eight numbers from its
+    ConfigParser each time (~0.25 ms of a page's ~3.6 ms trafilatura run). A copy a call carries the URL."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(output_format="txt", dedup=False, comments=False, tables=True, with_metadata=False)
 
 
 def _read(
@@ -689,6 +693,10 @@ def _read(
 
 def _visible_text_length(root: HtmlElement) -> int:
     """Characters of text a reader could see on the page, whitespace left out."""
+    if next(root.iter("script", "style", "noscript"), None) is None:
+        # What the extraction reads has had them dropped (remove_boilerplate): one C walk of the body's text then
+        # counts the same as the XPath's ancestor tests for every text node (~0.4 ms of a 150 KB page).
+        return sum(_non_space_length("".join(body.itertext())) for body in root.iter("body"))
     return sum(_non_space_length(piece) for piece in root.xpath(_VISIBLE_TEXT))
 
 
