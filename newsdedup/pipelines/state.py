@@ -33,7 +33,6 @@ from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.items import ArticlePage, FetchFailure
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
-from newsdedup.analysis import _tune_gc
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.retry import RetryPolicy, iso, utc_now
@@ -188,7 +187,6 @@ class CrawlState:
         self.pool.start()
         if not s.redis_url:  # a distributed crawl's writer builds them when it takes the role
             self._rebuild_indexes()
-        _tune_gc()
 
     def close(self) -> None:
         """The last pipeline closes: stop the workers and commit; the store stays open for the run's record."""
