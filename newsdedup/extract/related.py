@@ -250,8 +250,9 @@ class _HeadingSearch:
             self.screen = None
             return
         # Each candidate normalized once, not once a key: every process imports this (~40 ms saved in each).
-        sources = set(keys) | {chr(code) for low, high in _IDEOGRAPH_SOURCES for code in range(low, high + 1)
-                               if not set(keys).isdisjoint(unicodedata.normalize("NFKC", chr(code)))}
+        key_set = set(keys)
+        sources = key_set | {chr(code) for low, high in _IDEOGRAPH_SOURCES for code in range(low, high + 1)
+                             if not key_set.isdisjoint(unicodedata.normalize("NFKC", chr(code)))}
         self.screen = re.compile("[" + "".join(sorted(sources)) + "]")
 
     def __call__(self, text: str) -> str | None:
