@@ -455,4 +455,3 @@ def test_visible_text_length_counts_the_same_with_and_without_scripts():
     assert by_xpath == len("正文第一段，有空格。加粗尾巴第二段链接尾")
     assert extractor._visible_text_length(plain) == by_xpath
     assert extractor._visible_text_length(scripted) == by_xpath
-

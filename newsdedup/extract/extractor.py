@@ -827,11 +827,12 @@ def _without_sign_offs(text: str, title: str | None, sign_offs: AbstractSet[int]
     (page-level benchmark: a blog shell's page read as another entry of the blog, three stories joined through it).
     """
     lines = text.splitlines()
-    hashes = [line_hash(line, title) for line in lines]
     end = len(lines)
-    while end and hashes[end - 1] in sign_offs and not speaks_of_headline(title, normalize_heading(lines[end - 1])):
+    # Hashed from the end, as far as the sign-offs go: on most pages the last line is none and nothing else is hashed.
+    while end and line_hash(lines[end - 1], title) in sign_offs and not speaks_of_headline(
+            title, normalize_heading(lines[end - 1])):
         end -= 1
-    if end == len(lines) or all(h in sign_offs for h in hashes[:end]):
+    if end == len(lines) or all(line_hash(line, title) in sign_offs for line in lines[:end]):
         return text
     return _tidy("\n".join(lines[:end]), title)  # what the sign-off stood after may close the body now
 
