@@ -202,9 +202,10 @@ def test_another_articles_text_left_in_every_page_never_makes_one_story(tmp_path
     rows, log, _ = _crawl(tmp_path, _site(stories, anchored=True, extra=False, leftover=True))
     assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)  # own text only, none lost
     assert len({r["cluster_id"] for r in rows}) == len(stories)
-    # The first MIN_PAGES - 1 pages are read again once the template has seen MIN_PAGES pages; from then on a
-    # page's body shows the leftover beside its own text, and the retry strips it.
-    assert _stat(log, "newsdedup/extract/template_failures") == len(stories)
+    # The first pages' bodies show the leftover beside their own text, and the retry strips it. Each corrected
+    # reading teaches the template the leftover as text outside the body: once MIN_PAGES pages have, the template
+    # strips it before the later pages are read, and they need no second reading.
+    assert _stat(log, "newsdedup/extract/template_failures") == MIN_PAGES
     assert "unlike the headline; re-extracted" in log, re.findall("template failure.*", log)
 
 
@@ -280,6 +281,32 @@ def test_blocks_on_min_pages_pages_are_boilerplate_and_stripped():
     site.learn(page_lines(_tree("标题8", "<p>第八篇正文。</p>"), "标题8"))
     assert strip_boilerplate(tree, site.boilerplate(), "标题9") == 1
     assert "热榜" not in tree.text_content() and "第九篇正文" in tree.text_content()
+
+
+def test_a_hot_list_entry_naming_the_pages_own_story_goes_with_the_rest_of_the_list():
+    # A site's hot list names the stories of the day, the one a page tells among them ("headline + its first line").
+    entries = [f"{title} {text[:20]}…" for title, text in BRIEFS[:6]]
+
+    def page(n: int) -> lxml.html.HtmlElement:
+        title, text = BRIEFS[n]
+        hot = "".join(f"<li>{html.escape(entry)}</li>" for entry in entries)
+        return lxml.html.document_fromstring(f"<html><body><h1>{title}</h1><div class='txt'><p>{text}</p></div>"
+                                             f"<ul class='hot'>{hot}</ul></body></html>")
+
+    site = SiteTemplate()
+    for n in (6, 7, 0):  # page 0's own story is in the list: it teaches the entry as the other pages show it
+        site.learn(page_lines(page(n), BRIEFS[n][0]))
+    for n in (0, 1):  # on the page the entry names and on another page, the whole list goes, that entry too
+        tree = page(n)
+        assert strip_boilerplate(tree, site.boilerplate(), BRIEFS[n][0]) == 1
+        assert tree.find(".//ul") is None and BRIEFS[n][1] in tree.text_content()
+    # The retry of a template failure knows the entry as well: a body holding the list beside page 0's article is
+    # mostly text other pages carry, the entry naming its story included.
+    body = BRIEFS[0][1] + "\n" + "\n".join(entries)
+    listed = sum(len(normalize_heading(entry)) for entry in entries)
+    failure = site.failure(BRIEFS[0][0], body)
+    assert failure is not None
+    assert failure.share == pytest.approx(listed / (listed + len(normalize_heading(BRIEFS[0][1]))))
 
 
 def test_template_prose_among_the_articles_paragraphs_stays_when_it_speaks_of_the_headline():

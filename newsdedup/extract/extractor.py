@@ -41,7 +41,7 @@ from newsdedup.extract.decode import decode_html
 from newsdedup.extract.metadata import around_datetimes, extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
 from newsdedup.extract.template import (
-    PARAGRAPH_CHARS, line_hash, normalized_line_hash, page_blocks, speaks_of_headline, strip_boilerplate,
+    PARAGRAPH_CHARS, line_hash, normalized_line_hashes, page_blocks, speaks_of_headline, strip_boilerplate,
 )
 
 __all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
@@ -243,8 +243,8 @@ def _extract(
     # Each block's text normalized once: its hash, the headline search and the body's paragraph hashes read it
     # (three normalizations a block were most of the ~970 a 150 KB page had).
     blocks = [(el, normalize_heading(own)) for el, own in page_blocks(root)]
-    hashed = [(el, h, norm) for el, norm in blocks if (h := normalized_line_hash(norm, meta.title)) is not None]
-    lines = array("Q", sorted({h for _, h, _ in hashed}))
+    hashed = [(el, hashes, norm) for el, norm in blocks if (hashes := normalized_line_hashes(norm, meta.title))]
+    lines = array("Q", sorted({h for _, hashes, _ in hashed for h in hashes}))
     headline = _headline(blocks, meta.title)
     dated = headline is not None and _has_dateline(page_text, meta.title)
     # Related-reading blocks first, while their headings are there to find them by (a template would take the
@@ -266,7 +266,8 @@ def _extract(
     # skipped (xmu xinhua: 2 of 103 pages).
     body_chars = len(normalize_heading(text))
     least = min(PARAGRAPH_CHARS, body_chars / 2) if body_chars else PARAGRAPH_CHARS
-    in_body = array("Q", sorted({h for el, h, norm in hashed if (in_node is None or el in in_node) and len(norm) >= least}))
+    in_body = array("Q", sorted({h for el, hashes, norm in hashed if (in_node is None or el in in_node) and len(norm) >= least
+                                 for h in hashes}))
     if _is_list_text(text, anchor_texts):
         raise SkipPage("list_page", "page is a list of links, not an article")
     length = _non_space_length(text)

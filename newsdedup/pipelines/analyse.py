@@ -180,7 +180,11 @@ class AnalysePipeline(StagePipeline):
             self.inc(f"template_failures/{page.site}")
             logger.warning("template failure on %s: %s; %s", page.url, check.failure.reason, check.outcome.replace("_", " "))
             result = check.reading if check.reading is not None else PageSkipped(check.outcome, check.failure.reason)
-        template.learn(article.block_hashes, article.body_hashes)
+        # The template learns the reading that is kept: a re-extracted page shows the hot list or leftover text
+        # outside its body, so from MIN_PAGES such pages on the template strips it before the site's next pages are
+        # read, and they need no second reading (the first reading taught it as body text, never template).
+        taught = result.article if isinstance(result, PageAnalysis) else article
+        template.learn(taught.block_hashes, taught.body_hashes)
         return result
 
     def record_skip(self, page: ArticlePage, skipped: PageSkipped) -> None:
