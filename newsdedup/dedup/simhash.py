@@ -27,8 +27,6 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-import numpy as np
-
 from newsdedup.text.hashing import hash64, hash128
 from newsdedup.text.normalize import is_word
 
@@ -110,6 +108,10 @@ def weighted_fingerprint(hashed: Iterable[tuple[int, float]], bits: int = 64) ->
             weights.append(weight)
     if not weights:
         return 0
+    # Imported here, not with the module: every crawl process and worker imports this module, and the default method
+    # (SpotSigs) computes no Simhash; numpy's import is ~70 ms of each process's start.
+    import numpy as np
+
     scale_exponent = _WEIGHT_BITS - math.frexp(max(weights))[1]
     quantized = np.array([round(math.ldexp(w, scale_exponent)) for w in weights], dtype=np.int64)
     width = bits // 8
