@@ -455,3 +455,42 @@ def test_visible_text_length_counts_the_same_with_and_without_scripts():
     assert by_xpath == len("正文第一段，有空格。加粗尾巴第二段链接尾")
     assert extractor._visible_text_length(plain) == by_xpath
     assert extractor._visible_text_length(scripted) == by_xpath
+
+
+def test_an_article_printed_after_the_closing_html_tag_is_read_as_browsers_show_it():
+    # A CMS whose header include closes the document prints the article after </html>; libxml2 leaves it beside the
+    # root element, where the page's reading never looked, and the page was skipped as too short.
+    story = "".join(f"<p>{line}</p>" for line in STORY)
+    page = (f"<html><head><meta charset='utf-8'><title>{HEADLINE}_青山网</title></head><body>"
+            "<div class='top'><a href='/'>首页</a> <a href='/local/'>本地</a></div></body></html>\n"
+            f"<!--正文--><div class='content'><h1>{HEADLINE}</h1><div class='txt'>{story}</div></div>"
+            "<div class='foot'>青山网 版权所有</div>")
+    article = extract_article(page.encode(), URL, min_chars=100)
+    assert article.title == HEADLINE
+    assert article.text == "\n".join(STORY)
+
+
+def test_visible_text_reads_what_the_python_walk_reads():
+    """The stylesheet's reading (in C) equals the walk's: blocks on lines of their own, skipped elements without their
+    text but with their tails, comments' and processing instructions' tails in place, only the element asked for;
+    a page past the limit is read by the walk, which stops there."""
+    import lxml.html
+
+    from newsdedup.extract import metadata
+
+    pages = [
+        "<html><head><title>标题</title><style>p{}</style></head><body><p>甲<!--注释-->乙<i>丙</i>丁<?pi x?>戊</p>"
+        "<script>var s = '脚本';</script>尾巴<div>块<br>换行</div><select><option>选项</option></select>后"
+        "<o:p>Word 标签</o:p>&nbsp;空格\u3000全角<table><tr><td>格一</td><td>格二</td></tr></table></body></html>",
+        "<html><body><div>正文</div></body></html>\n<!--x--><div>html 之后</div>",
+        "<p>only</p>",
+    ]
+    for page in pages:
+        root = lxml.html.document_fromstring(page)
+        walked = metadata._visible_text_walk(root, 2_000_000)
+        assert metadata.visible_text(root) == walked
+        body = root.find("body")
+        assert metadata.visible_text(body) == metadata._visible_text_walk(body, 2_000_000)
+    root = lxml.html.document_fromstring(pages[0])
+    assert metadata.visible_text(root) == "甲乙丙丁戊\n尾巴\n块\n换行\n后Word 标签 空格 全角\n格一\n格二"
+    assert metadata.visible_text(root, limit=3) == metadata._visible_text_walk(root, 3) == "甲乙丙丁"

@@ -322,7 +322,22 @@ def _parse(html: str) -> HtmlElement:
         raise SkipPage("empty", f"page has no content: {exc}") from exc
     if root is None:
         raise SkipPage("malformed", "page could not be parsed")
+    _take_in_trailing_content(root)
     return root
+
+
+def _take_in_trailing_content(root: HtmlElement) -> None:
+    """Move what a page prints after its ``</html>`` into its body, as browsers show it. A CMS whose header
+    include closes the document prints the whole article after it (a gov.cn bulletin page: skipped as too short
+    while libxml2 left the article outside the root element, where no reading looked)."""
+    trailing = list(root.itersiblings())
+    if not trailing:
+        return
+    body = root.find("body")
+    if body is None:
+        body = etree.SubElement(root, "body")
+    for node in trailing:
+        body.append(node)  # with its tail
 
 
 def _has_text(el: HtmlElement) -> bool:
