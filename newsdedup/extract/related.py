@@ -408,11 +408,9 @@ def _measure(
             piece = el.tail
             row = parent_row
         # The piece (an element's text, or the tail of the element just closed) belongs to `row`.
-        if not piece:
+        if not piece or piece.isspace():  # most pieces are a tag's indentation: one C check, no split
             continue
         n = len("".join(piece.split()))  # _visible, inline: this runs for every text piece of the page
-        if not n:
-            continue
         # The heading search's screen first, inline: it rejects nearly every piece without a call.
         if anchorable and index not in anchors and (screen is None or screen(piece)) and headings(piece):
             anchors.add(index)
