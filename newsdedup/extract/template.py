@@ -192,7 +192,8 @@ def page_blocks(root: HtmlElement) -> list[tuple[HtmlElement, str]]:
 
 def page_lines(root: HtmlElement, title: str | None = None) -> array:
     """The distinct block hashes of a page titled ``title`` (what :meth:`SiteTemplate.learn` counts)."""
-    return array("Q", sorted({h for _, text in page_blocks(root) for h in normalized_line_hashes(normalize_heading(text), title)}))
+    return array("Q", sorted({h for _, text in page_blocks(root)
+                              for h in normalized_line_hashes(normalize_heading(text), title)}))
 
 
 def strip_boilerplate(
