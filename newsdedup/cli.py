@@ -35,8 +35,10 @@ def _dump(obj: dict, out: TextIO) -> None:
 
 # -- demo ----------------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
-    from newsdedup.demo.run import run_demo
+    from newsdedup.demo.run import run_demo, serve_demo
 
+    if args.serve:
+        return serve_demo(sites_out=args.sites_out, port=args.port, day=args.day)
     return run_demo(storage=args.storage, workers=args.workers, verbose=args.verbose)
 
 
@@ -521,6 +523,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="storage URI for the demo database (default: a new temporary SQLite file)")
     demo.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     demo.add_argument("--verbose", action="store_true", help="show Scrapy's log")
+    demo.add_argument("--serve", action="store_true",
+                      help="only serve the mini-portal on 127.0.0.1 until Ctrl-C, to crawl it yourself")
+    demo.add_argument("--sites-out", default="demo-sites.toml", metavar="FILE",
+                      help="with --serve: where to write the portal's site file (default: %(default)s)")
+    demo.add_argument("--port", type=int, default=0, help="with --serve: the port (default: any free one)")
+    demo.add_argument("--day", type=int, choices=(1, 2), default=1,
+                      help="with --serve: the portal's day (2 adds new articles and reprints; default: 1)")
     demo.set_defaults(func=cmd_demo)
 
     storage_default = _default_shown("NEWSDEDUP_STORAGE_URI")

@@ -19,7 +19,8 @@ from conftest import REPO_ROOT
 
 # Line prefixes not run here, and why.
 ELSEWHERE = {
-    "python3 -m venv": "the two set-up commands: CI runs the test command, tests/test_cli.py the demo",
+    "python3 -m venv": "the two set-up commands: CI runs the test command, tests/test_quick_start.py the demo one "
+    "in a fresh venv",
     "apt-get update": "the test command (its system packages first): CI runs it",
     "pip install": "installs packages",
     "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "

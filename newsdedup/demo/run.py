@@ -110,6 +110,28 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
+def serve_demo(*, sites_out: str, port: int = 0, day: int = 1) -> int:
+    """Serve the demo mini-portal on 127.0.0.1 until interrupted, its site file written to ``sites_out``:
+    a portal to try ``newsdedup crawl -a sites=FILE`` on by hand (and the one CI crawls from an empty folder)."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with DemoPortalServer(day=day, port=port) as server:
+        sites_file = Path(sites_out)
+        # Written whole under another name first: whoever waits for the file never reads half of it.
+        partial = sites_file.with_name(sites_file.name + ".partial")
+        partial.write_text(server.sites_toml(), encoding="utf-8")
+        partial.replace(sites_file)
+        print(f"Serving the demo mini-portal (day {day}) at {server.base_url}; its site file is {sites_file}.\n"
+              f"Crawl it from another shell: newsdedup crawl -a sites={sites_file} "
+              "-s DOWNLOAD_DELAY=0 -s AUTOTHROTTLE_ENABLED=False\nStop with Ctrl-C.", flush=True)
+        stop.wait()
+    return 0
+
+
 def run_demo(*, storage: str | None = None, workers: int | None = None, verbose: bool = False) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="newsdedup-demo-"))
     storage_uri = storage or f"sqlite:///{workdir / 'demo.sqlite'}"
