@@ -1,6 +1,6 @@
-"""Scheduled runs: `newsdedup monitor` (runs, the shared lock, a clean stop), and the README's copy-paste lines for
-cron (schedule and shell syntax), systemd (`systemd-analyze verify`) and Scrapyd (a real Scrapyd on 127.0.0.1 that
-the project is deployed to and that runs a crawl)."""
+"""Scheduled runs: `newsdedup monitor` (runs, the shared lock, a clean stop), and the copy-paste lines of
+docs/scheduling.md for cron (schedule and shell syntax), systemd (`systemd-analyze verify`) and Scrapyd (a real
+Scrapyd on 127.0.0.1 that the project is deployed to and that runs a crawl)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from conftest import REPO_ROOT
 from local_site import OTHER_STORY, STORY, LocalSite, edited
 from newsdedup.monitor import schedule_lock_path
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-SCHEDULING = README.split("### Scheduling", 1)[1].split("\n### ", 1)[0]
+# The copy-paste lines of docs/scheduling.md ("Running on a schedule").
+SCHEDULING = (REPO_ROOT / "docs" / "scheduling.md").read_text(encoding="utf-8")
 FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "NEWSDEDUP_WORKERS=1",
         "-s", "TELNETCONSOLE_ENABLED=False")
 
