@@ -8,7 +8,7 @@ BOT_NAME = "newsdedup"
 SPIDER_MODULES = ["newsdedup.spiders"]
 NEWSPIDER_MODULE = "newsdedup.spiders"
 # Our `scrapy crawl` checks the site file, the settings and the database before Scrapy starts (one line,
-# `newsdedup: error: ...`) and exits with the run's verdict (README.md, *Exit status*).
+# `newsdedup: error: ...`) and exits with the run's verdict (docs/commands.md, *Exit status*).
 COMMANDS_MODULE = "newsdedup.commands"
 
 # Politeness: an honest user agent that says what we are, robots.txt obeyed, adaptive pacing.
@@ -48,7 +48,7 @@ DUPEFILTER_CLASS = "newsdedup.dupefilter.SeenArticlesDupeFilter"
 # instead of hanging the resumed crawl (newsdedup/jobdir.py). The distributed add-on below replaces it.
 SCHEDULER = "newsdedup.jobdir.JobdirScheduler"
 # With NEWSDEDUP_REDIS_URL set, this add-on makes the crawl a worker of a distributed crawl on scrapy-redis
-# (its scheduler and request filter; README.md, *More than one machine*). Without it, it does nothing.
+# (its scheduler and request filter; docs/distributed.md). Without it, it does nothing.
 ADDONS = {"newsdedup.scheduler.DistributedAddon": 0}
 
 # Scrapy's meta-refresh redirects, but an HTML page whose first bytes show no "refresh" is not decoded for it

@@ -191,9 +191,9 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="the README schedules Scrapyd jobs with curl")
+@pytest.mark.skipif(shutil.which("curl") is None, reason="docs/scheduling.md schedules Scrapyd jobs with curl")
 def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
-    """The README's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
+    """docs/scheduling.md's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
     command queues a crawl when Scrapyd is idle, and nothing while that job waits or runs."""
     scrapyd_part = SCHEDULING.split("**Scrapyd**", 1)[1]
     block = re.findall(r"```sh\n(.*?)```", scrapyd_part, re.S)[0]
