@@ -55,3 +55,11 @@ def test_storage_page_shows_the_schema_the_store_runs(site):
 def test_api_reference_renders_the_docstrings(site):
     html = page(site, "api")
     assert "SpotSigsIndex" in html and "open_store" in html and "extract_article" in html
+
+
+def test_docstring_examples_and_roles_become_markdown():
+    from test_readme import docs_hook
+
+    text = "Use :func:`~a.b.run` or :class:`a.B`.\n\n    >>> run()\n    1\n\nDone."
+    assert docs_hook("griffe_docstrings").markdown_docstring(text) == (
+        "Use `run` or `a.B`.\n\n```pycon\n    >>> run()\n    1\n```\n\nDone.")
