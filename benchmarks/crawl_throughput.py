@@ -18,7 +18,7 @@ process's CPU time and its workers' (start-up included) / article pages, the ste
 the crawl process's own is also given for its main thread, and for both from the moment the spider opens (imports,
 the store's opening and the pool's start left out). ``--profile`` runs each crawl process's main thread under
 cProfile and prints where its CPU goes, grouped by component (cProfile inflates Python-heavy parts; the shares in
-README.md were sampled with py-spy).  ``--rounds`` repeats the
+docs/performance.md were sampled with py-spy).  ``--rounds`` repeats the
 configurations interleaved (this shared VM drifts by 20-30% between minutes) and reports medians; the ratios to
 ``naive`` are taken per round, in the same run. ``--against DIR`` also crawls each ``full_*`` configuration with the
 ``newsdedup`` package of another checkout (``DIR/newsdedup``, e.g. ``git worktree add /tmp/main main``), in the same
@@ -135,7 +135,7 @@ class QuietHandler(SimpleHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     # socketserver listens with a backlog of 5: a crawl that opens connections faster than the server's one
     # accepting thread takes them overflows it, the kernel drops the SYN and the client waits the 1 s SYN
-    # retransmission timeout (README.md, *Speed*). Real servers (nginx: 511) take more.
+    # retransmission timeout (docs/performance.md). Real servers (nginx: 511) take more.
     request_queue_size = 128
 
 

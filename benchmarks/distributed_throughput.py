@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args(argv)
     redis_server, postgres = RedisServer(), PostgresServer()
-    # One site, as when README.md's figures were measured: its processes share one site's queue either way.
+    # One site, as when docs/performance.md's figures were measured: its processes share one site's queue either way.
     workdir, sites_file, server = serve_site(args.pages, args.data, one_site=True)
     runs: dict[int, list[dict]] = {1: [], 2: []}
     try:

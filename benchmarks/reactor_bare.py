@@ -6,7 +6,7 @@ Issue 13 reported 30 s with Scrapy's default asyncio reactor at ``CONCURRENT_REQ
 against 2 s with the epoll reactor, with the same CPU time. This measures both reactors at 8 and 2, on pages that
 declare their charset and on pages that do not (Scrapy then guesses it with charset-normalizer when a middleware
 reads the text: MetaRefreshMiddleware does, on every HTML response). Wall and CPU seconds of the crawl process,
-medians of the rounds, interleaved. README.md, *Speed*, has the figures.
+medians of the rounds, interleaved. docs/performance.md and CHANGELOG.md have the figures.
 """
 
 from __future__ import annotations

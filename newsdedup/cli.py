@@ -1,6 +1,6 @@
 """The ``newsdedup`` command line: demo, export, failures, report, monitor, extract, dedup, antecedents, eval.
 
-Crawling itself is ``scrapy crawl portal`` from the project root (see README.md).
+Crawling itself is ``scrapy crawl portal`` from the project root (see docs/getting-started.md).
 """
 
 from __future__ import annotations
@@ -585,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     monitor = sub.add_parser(
         "monitor", help="crawl every N minutes, never two runs at once (a lock), optionally refreshing a report",
         description="Runs `scrapy crawl portal` at a fixed rate in fresh processes. Each run takes an exclusive "
-        "flock on the schedule lock file (default: <database>.schedule.lock, the file README's crontab line "
+        "flock on the schedule lock file (default: <database>.schedule.lock, the file the documented crontab line "
         "locks too); a run that finds it held is skipped. SIGTERM/Ctrl-C stops after the running crawl.",
     )
     monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")

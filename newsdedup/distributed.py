@@ -1,7 +1,7 @@
 """What the crawl processes of a distributed crawl share in Redis, apart from scrapy-redis's queue: pure Python.
 
 Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWSDEDUP_REDIS_URL`` and
-``NEWSDEDUP_STORAGE_URI`` are one crawl (README.md, *More than one machine*):
+``NEWSDEDUP_STORAGE_URI`` are one crawl (docs/distributed.md):
 
 - :class:`RedisRun`: which run the processes are in. The first process to start opens a run; the others join
   it while it lives (its key expires :data:`LIVENESS` seconds after the last process's heartbeat). Per run:
@@ -17,11 +17,11 @@ Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWS
   already committed (URLs are unique), so nothing is lost and nothing is stored twice;
 - :class:`UrlFilter`: article URLs handled for good, one Redis set per UTC day of fetch, kept for the retention
   window: the shared form of the crawl's URL filter. Members are 8-byte BLAKE2 digests of the canonical URL
-  (README.md has the measured memory per URL). ``SADD`` answers "new?" atomically. Redis is a cache: a URL it
+  (docs/performance.md has the measured memory per URL). ``SADD`` answers "new?" atomically. Redis is a cache: a URL it
   does not know is looked up in the store before it is fetched, so a Redis that lost its data costs time only.
 
 Entries are pickled, as scrapy-redis pickles its requests: Redis must be reachable only by the crawl's own
-processes (bind it to a private network or set a password, README.md).
+processes (bind it to a private network or set a password, docs/distributed.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Scrapy's ``MetaRefreshMiddleware`` looks for ``<meta http-equiv="refresh">`` in the first 4,096 characters of
 every HTML response, and to get them it decodes the whole body (``response.text``): for a 150 KB portal page about
 0.4 ms of the crawl process's CPU, and without a declared charset a guess of the charset over the whole body
-(README.md, *Speed*). The crawl process never reads an article page's text itself (the workers decode and parse it),
+(docs/performance.md). The crawl process never reads an article page's text itself (the workers decode and parse it),
 so that decoding is all the middleware's.
 
 :class:`HeadMetaRefreshMiddleware` first looks at the raw bytes: a page whose first 16,384 bytes (the most that

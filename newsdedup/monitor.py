@@ -3,7 +3,7 @@
 Each run is a fresh ``scrapy crawl portal`` process (a Twisted reactor cannot be restarted, and a new
 process gives back all memory), started at a fixed rate: a run that overruns the interval is followed
 at once by the next, never overlapped. Before each run the monitor takes an exclusive ``flock(2)`` on
-the schedule lock file (``<database>.schedule.lock`` by default); the crontab line in README.md takes the
+the schedule lock file (``<database>.schedule.lock`` by default); the crontab line in docs/scheduling.md takes the
 same lock with ``flock -n``, so a cron job, a systemd timer and a monitor can share one database and
 still never run together: a run that finds the lock held is skipped and logged.
 

@@ -1,7 +1,7 @@
 """Distributed crawling on scrapy-redis: the setting that turns it on, and the scheduler of a run.
 
 ``-s NEWSDEDUP_REDIS_URL=redis://host:6379/0`` makes a crawl one worker of a distributed crawl
-(:mod:`newsdedup.distributed`, README.md *More than one machine*). :class:`DistributedAddon` (a Scrapy add-on,
+(:mod:`newsdedup.distributed`, docs/distributed.md). :class:`DistributedAddon` (a Scrapy add-on,
 in ``ADDONS``) then sets what scrapy-redis users set by hand: its scheduler (:class:`RunScheduler`), its request
 filter (:class:`~newsdedup.dupefilter.SharedArticlesDupeFilter`), ``SCHEDULER_PERSIST`` (a worker that stops
 must not empty the queue the others still work on).

@@ -3,7 +3,7 @@
     python -m newsdedup.servers --dir /tmp/newsdedup-servers
 
 starts both (a free port each, data under ``--dir``), prints the two settings a crawl needs and waits for
-Ctrl-C. Production servers are the distribution's (README.md, *More than one machine*); this is the same
+Ctrl-C. Production servers are the distribution's (docs/distributed.md); this is the same
 software started by hand:
 
 - Redis: ``redis-server`` from ``$NEWSDEDUP_REDIS_SERVER``, the ``PATH`` (Debian's ``redis-server`` package),

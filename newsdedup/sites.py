@@ -1,6 +1,6 @@
 """Site file: which portals to crawl, where to start, which links are articles.
 
-The site file is TOML (README.md, *Site file*), one ``[[site]]`` table per portal::
+The site file is TOML (docs/site-file.md), one ``[[site]]`` table per portal::
 
     [[site]]
     name = "sina"

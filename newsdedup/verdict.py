@@ -2,7 +2,7 @@
 
 Pure Python. :func:`judge` looks at what a finished crawl reports (per-site tallies, what could not be
 saved or analysed, how it ended) and returns the exit status and the problems behind it, most severe
-first. The codes are documented in README.md (*Exit status*):
+first. The codes are documented in docs/commands.md (*Exit status*):
 
 ====  =====================  ===========================================================================
 code  name                   meaning

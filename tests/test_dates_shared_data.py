@@ -1,4 +1,5 @@
-"""Publication dates against gold, on the shared data (skipped without it). Prints the figures README quotes:
+"""Publication dates against gold, on the shared data (skipped without it). Prints the figures docs/monitoring.md
+quotes:
 
     python -m pytest tests/test_dates_shared_data.py -s
 

@@ -1,7 +1,7 @@
 """The distributed crawl, as its users run it: real Redis and PostgreSQL, 2 ``scrapy crawl portal`` processes.
 
 Both processes share scrapy-redis's queue and request filter, publish their analysed pages to one Redis stream,
-and the one holding the store's run lock applies it (README.md, *More than one machine*). The checks read the
+and the one holding the store's run lock applies it (docs/distributed.md). The checks read the
 PostgreSQL store and the local sites' request logs: every article page recorded exactly once, no story stored
 as new twice, the same clusters as a single-process run, and nothing lost when a process is ``kill -9``ed.
 """

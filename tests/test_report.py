@@ -2,8 +2,9 @@
 (validated against REPORT_SCHEMA), CSV and an HTML page rendered by real headless Chromium (Debian packages
 ``chromium`` and ``fonts-noto-cjk``).
 
-The README's picture comes from the Chromium test: ``NEWSDEDUP_SCREENSHOT=docs/report.png python -m pytest
-tests/test_report.py -k chromium`` saves the page it renders there.
+The README's picture (docs/report.png, also on docs/monitoring.md) comes from the Chromium test:
+``NEWSDEDUP_SCREENSHOT=docs/report.png python -m pytest tests/test_report.py -k chromium`` saves the page it renders
+there.
 """
 
 from __future__ import annotations

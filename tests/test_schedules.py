@@ -1,6 +1,6 @@
-"""Scheduled runs: `newsdedup monitor` (runs, the shared lock, a clean stop), and the README's copy-paste lines for
-cron (schedule and shell syntax), systemd (`systemd-analyze verify`) and Scrapyd (a real Scrapyd on 127.0.0.1 that
-the project is deployed to and that runs a crawl)."""
+"""Scheduled runs: `newsdedup monitor` (runs, the shared lock, a clean stop), and the copy-paste lines of
+docs/scheduling.md for cron (schedule and shell syntax), systemd (`systemd-analyze verify`) and Scrapyd (a real
+Scrapyd on 127.0.0.1 that the project is deployed to and that runs a crawl)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from conftest import REPO_ROOT
 from local_site import OTHER_STORY, STORY, LocalSite, edited
 from newsdedup.monitor import schedule_lock_path
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-SCHEDULING = README.split("### Scheduling", 1)[1].split("\n### ", 1)[0]
+# The copy-paste lines of docs/scheduling.md ("Running on a schedule").
+SCHEDULING = (REPO_ROOT / "docs" / "scheduling.md").read_text(encoding="utf-8")
 FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "NEWSDEDUP_WORKERS=1",
         "-s", "TELNETCONSOLE_ENABLED=False")
 
@@ -191,9 +191,9 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="the README schedules Scrapyd jobs with curl")
+@pytest.mark.skipif(shutil.which("curl") is None, reason="docs/scheduling.md schedules Scrapyd jobs with curl")
 def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
-    """The README's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
+    """docs/scheduling.md's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
     command queues a crawl when Scrapyd is idle, and nothing while that job waits or runs."""
     scrapyd_part = SCHEDULING.split("**Scrapyd**", 1)[1]
     block = re.findall(r"```sh\n(.*?)```", scrapyd_part, re.S)[0]

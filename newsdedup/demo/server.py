@@ -1,7 +1,7 @@
 """One local HTTP server (127.0.0.1 only) for everything newsdedup crawls offline.
 
 :class:`LoopbackServer` serves a mapping of URL paths to :class:`Response` objects from a daemon thread, counts
-the requests it receives per path, and writes site files (README.md, *Site file*) with :func:`site_entry`, so the real
+the requests it receives per path, and writes site files (docs/site-file.md) with :func:`site_entry`, so the real
 spider crawls it exactly like a portal. The demo mini-portal (:class:`DemoPortalServer`), the page-level
 benchmark and the crawl tests all run on it::
 
@@ -205,7 +205,7 @@ class DemoPortalServer(LoopbackServer):
             self._day = day
 
     def sites_toml(self) -> str:
-        """A site file (README.md, *Site file*) for the four demo portals at this server's address."""
+        """A site file (docs/site-file.md) for the four demo portals at this server's address."""
         base = self.base_url
         blocks = [
             "# Site file of the newsdedup demo mini-portal, written by DemoPortalServer.sites_toml().",

@@ -71,7 +71,7 @@ class CrawlSettings:
     near: NearSettings
     exact_error_rate: float
     retention_days: float | None = None
-    redis_url: str | None = None  # a distributed crawl's Redis (README.md, *More than one machine*)
+    redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:

@@ -178,7 +178,7 @@ class PortalSpider(scrapy.Spider):
                 seen = self._links_seen[site.name]
                 logger.warning(
                     "site %s: article_url_pattern matched none of the %d links on its %d list page(s)%s; "
-                    "patterns match the whole URL (re.fullmatch), scheme and host included (README.md, *Site file*)",
+                    "patterns match the whole URL (re.fullmatch), scheme and host included (docs/site-file.md)",
                     site.name, self._links_total[site.name], list_pages,
                     ", for example: " + ", ".join(seen) if seen else "",
                 )

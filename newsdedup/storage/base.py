@@ -285,7 +285,7 @@ class ArticleStore(Protocol):
         self, *, since: str | None = None, sites: tuple[str, ...] = (), statuses: tuple[str, ...] = (),
         cluster: int | None = None, after: dict[str, int] | None = None,
     ) -> Iterator[dict]:
-        """One dict per article page fetched, in the export format of README.md (*Command line*, export),
+        """One dict per article page fetched, in the export format of docs/commands.md (*newsdedup export*),
         filtered; ``after`` is a cursor ``{"articles": id, "repeats": id}`` of rows already exported, and
         each dict's ``cursor`` the cursor that includes it."""
         ...

@@ -702,7 +702,7 @@ class SQLStore:
         return sorted(members, key=origin_key)
 
     def iter_export(self, **filters) -> Iterator[dict]:
-        """Articles and repeats in the order they were fetched (the export format of README.md), filtered
+        """Articles and repeats in the order they were fetched (the export format of docs/commands.md), filtered
         (see :meth:`_iter_export`); a damaged or foreign database raises StoreError naming it."""
         try:
             yield from self._iter_export(**filters)

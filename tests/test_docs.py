@@ -1,0 +1,65 @@
+"""The documentation site builds with ``mkdocs build --strict`` (a broken link or anchor, a page left out of the
+navigation or an API page whose module moved fails it), and its generated pages show what the code has."""
+
+from __future__ import annotations
+
+import html as html_lib
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+from newsdedup import settings as defaults
+from newsdedup.storage.sql import SCHEMA_VERSION
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    pytest.importorskip("mkdocs", reason="the docs extra: pip install -e '.[docs]'")
+    pytest.importorskip("material", reason="the docs extra: pip install -e '.[docs]'")
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def page(site, name: str) -> str:
+    return (site / name / "index.html").read_text(encoding="utf-8")
+
+
+def html_text(html: str) -> str:
+    """The text of a page, without the tags syntax highlighting puts between words."""
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_settings_page_lists_every_setting_with_its_default(site):
+    html = page(site, "settings")
+    names = [name for name in vars(defaults) if name.startswith("NEWSDEDUP_")]
+    assert [name for name in names if f"<code>{name}</code>" not in html] == []
+    assert '"sqlite:///newsdedup.sqlite"' in html_text(html)
+    assert "settings-reference" not in html  # the marker was replaced
+
+
+def test_storage_page_shows_the_schema_the_store_runs(site):
+    html = html_text(page(site, "storage"))
+    assert "CREATE TABLE IF NOT EXISTS articles" in html and "CREATE TABLE IF NOT EXISTS clusters" in html
+    assert f"The schema version is {SCHEMA_VERSION}." in html
+
+
+def test_api_reference_renders_the_docstrings(site):
+    html = page(site, "api")
+    assert "SpotSigsIndex" in html and "open_store" in html and "extract_article" in html
+
+
+def test_docstring_examples_and_roles_become_markdown():
+    from test_readme import docs_hook
+
+    text = "Use :func:`~a.b.run` or :class:`a.B`.\n\n    >>> run()\n    1\n\nDone."
+    assert docs_hook("griffe_docstrings").markdown_docstring(text) == (
+        "Use `run` or `a.B`.\n\n```pycon\n    >>> run()\n    1\n```\n\nDone.")
