@@ -212,8 +212,27 @@ def _is_boilerplate(block: str, corpus: str, *, max_texts: int = 3) -> bool:
     return corpus.count(middle) > max_texts
 
 
+def passages(a: str, b: str, corpus: str, *, max_gap: int = 40, min_len: int = 20, max_texts: int = 20) -> list[dict]:
+    """The text ``a`` and ``b`` share, as passages ``{"a": [start, end], "b": [start, end], "chars": n}`` (raw
+    offsets, end exclusive): common blocks of ``min_len``+ characters that are not boilerplate (in more than
+    ``max_texts`` texts: a portal's footer or disclaimer, not a reused lead), merged while they
+    follow each other in both texts with at most ``max_gap`` characters between (a quote with a word changed
+    stays one passage).  Approximate by design: the label file records where the reused text lies."""
+    blocks = [blk for blk in shared_blocks(a, b, min_len=min_len) 
+              if not _is_boilerplate(compact(a[blk[0]:blk[1]]), corpus, max_texts=max_texts)]
+    merged: list[list[int]] = []
+    for start_a, end_a, start_b, end_b, length in sorted(blocks):
+        last = merged[-1] if merged else None
+        if last and 0 <= start_a - last[1] <= max_gap and 0 <= start_b - last[3] <= max_gap:
+            last[1], last[3], last[4] = end_a, end_b, last[4] + length
+        else:
+            merged.append([start_a, end_a, start_b, end_b, length])
+    return [{"a": [m[0], m[1]], "b": [m[2], m[3]], "chars": m[4]} for m in merged]
+
+
 def pair_id(a: str, b: str) -> str:
-    return f"{a}|{b}"
+    """One string for a pair (text ids hold no line break; Sina file names may hold ``|``)."""
+    return f"{a}\n{b}"
 
 
 def split_pairs(pairs: Sequence[Mapping], *, seed: int = 26) -> dict[str, str]:
