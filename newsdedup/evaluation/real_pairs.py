@@ -44,6 +44,8 @@ SPLITS = ("tune", "test")
 N = 5  # characters per gram
 SAMPLE_MOD = 8  # a 5-gram is indexed when crc32 % SAMPLE_MOD == 0
 
+#: The labelled pairs (one JSON object a line) and their guideline, shipped with the package: ids, labels, notes.
+LABEL_FILE = Path(__file__).with_name("labels") / "real_pairs.jsonl"
 SINA = Path("sina-news-2018") / "articles.jsonl.gz"
 SOGOU = (Path("sogou-smarty") / "SogouCS" / "news_sohusite_xml.smarty.dat",
          Path("sogou-smarty") / "SogouCA" / "news_tensite_xml.smarty.dat")
@@ -297,4 +299,30 @@ def draw_pairs(data_dir: Path | str, *, seed: int = 26, per_bin: int = 45, reuse
         rows.append({"a": a, "b": b, "jaccard": found[a, b], "bin": bin_of(found[a, b]),
                      "longest_block": max((blk[4] for blk in blocks), default=0), "drawn_as": how})
     rows.sort(key=lambda r: (zlib.crc32(f"{seed}:{r['a']}|{r['b']}".encode()), r["a"], r["b"]))
+    return rows
+
+
+def load_labels(path: Path | str = LABEL_FILE) -> list[dict]:
+    """The labelled pairs, checked: every line has the text ids, a Jaccard in its bin, a label of :data:`LABELS`,
+    a split of :data:`SPLITS` and a note, reuse pairs their passages; no pair twice.  A bad line is a
+    ``ValueError`` naming it."""
+    rows, seen = [], set()
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        where = f"{path}:{number}"
+        missing = {"a", "b", "jaccard", "bin", "split", "label", "note"} - row.keys()
+        if missing:
+            raise ValueError(f"{where}: missing {sorted(missing)}")
+        if row["label"] not in LABELS or row["split"] not in SPLITS:
+            raise ValueError(f"{where}: label {row['label']!r} / split {row['split']!r} not in {LABELS} / {SPLITS}")
+        if not row["a"] < row["b"] or (row["a"], row["b"]) in seen:
+            raise ValueError(f"{where}: a pair is written once, its ids in order (a < b)")
+        if bin_of(row["jaccard"]) != row["bin"]:
+            raise ValueError(f"{where}: Jaccard {row['jaccard']} is not in bin {row['bin']}")
+        if row["label"] == "reuse" and not row.get("passages"):
+            raise ValueError(f"{where}: a reuse pair names its passages")
+        seen.add((row["a"], row["b"]))
+        rows.append(row)
     return rows
