@@ -19,6 +19,7 @@ from newsdedup.evaluation.real_pair_scores import (
     evaluate_real_pairs,
     grid,
     score,
+    stage_results,
     suggest,
 )
 from newsdedup.evaluation.real_pairs import (
@@ -36,6 +37,7 @@ from newsdedup.evaluation.real_pairs import (
     split_pairs,
 )
 from newsdedup.evaluation.reprints import char_ngram_jaccard
+from newsdedup.evaluation.suite import format_markdown, format_summary, parse_stages
 
 REPORT = ("国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。"
           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。专家认为物价总体平稳。")
@@ -182,3 +184,16 @@ def test_the_judge_files_b_as_a_copy_of_a_only_when_it_is_one(tmp_path: Path):
     with pytest.raises(ValueError, match="not in"):
         evaluate_real_pairs(tmp_path, labels=[{"a": "nowhere:1", "b": "nowhere:2", "split": "tune",
                                                   "label": "different"}], texts={})
+
+
+@pytest.mark.shared_data
+def test_newsdedup_eval_reports_the_pairs_stage(shared_data: Path, labels):
+    assert "pairs" in parse_stages("text,pairs")
+    few = [row for row in labels if row["certain"]][:12]
+    results = {"meta": {"data": str(shared_data), "seed": 1, "python": "3", "cpus": 1, "started": "now",
+                        "seconds": {}}, "real_pairs": stage_results(shared_data, labels=few)}
+    assert len(results["real_pairs"]["rows"]) == len(grid())
+    assert sum(sum(c.values()) for c in results["real_pairs"]["pairs"].values()) == 12
+    report, summary = format_markdown(results), format_summary(results)
+    assert "## Real labelled pairs" in report and "| simhash k=6 |" in report
+    assert "spotsigs: shipped spotsigs tau=0.5 containment=0.8" in summary and "simhash: shipped simhash k=3" in summary

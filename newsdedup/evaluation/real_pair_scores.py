@@ -11,7 +11,7 @@ reported beside precision, recall and F1.
 
 The labels come from :data:`~newsdedup.evaluation.real_pairs.LABEL_FILE`; the texts are read from ``data_dir``
 (the shared data folder) at run time.  ``python -m newsdedup.evaluation.real_pair_scores DATA_DIR`` prints the
-grid as a table.
+grid as a table; ``newsdedup eval --stages pairs`` records it (:func:`stage_results`) in its results and report.
 """
 
 from __future__ import annotations
@@ -180,6 +180,48 @@ def table(rows: Sequence[Mapping], *, certain_only: bool = False) -> str:
                       f"{s['f1']:.3f}", f"{s['reuse_called']}/{s['reuse_pairs']}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def stage_results(data_dir: Path | str, *, labels: Sequence[Mapping] | None = None) -> dict:
+    """What ``newsdedup eval --stages pairs`` records (JSON-ready): every setting's scores, the shipped defaults'
+    rows and the rows the tune half suggests, and the pairs per label and half (``labels``: default the file's)."""
+    labels = list(labels if labels is not None else load_labels())
+    rows = evaluate_real_pairs(data_dir, labels=labels)
+    summary: dict = {"shipped": {}, "suggested": {}}
+    for method in ("spotsigs", "simhash"):
+        chosen, precise = suggest(rows, method)
+        summary["shipped"][method] = describe(NearSettings(method=method))
+        summary["suggested"][method] = {"setting": chosen["setting"], "reaches_min_precision": precise}
+    counts: dict = {}
+    for row in labels:
+        counts.setdefault(row["label"], dict.fromkeys(SPLITS, 0))[row["split"]] += 1
+    return {"pairs": counts, "min_precision": MIN_PRECISION,
+            "rows": [{k: v for k, v in row.items() if k != "near"} for row in rows], **summary}
+
+
+def summary_lines(results: Mapping) -> list[str]:
+    """Per method: the shipped setting's test F1, and what the tune half suggests with its test figures."""
+    by_setting = {row["setting"]: row for row in results["rows"]}
+    lines = []
+    for method in ("spotsigs", "simhash"):
+        shipped, chosen = results["shipped"][method], results["suggested"][method]
+        test = by_setting[chosen["setting"]]["test"]
+        lines.append(f"- {method}: shipped {shipped} (test F1 {by_setting[shipped]['test']['f1']}); the tune half "
+                     f"suggests {chosen['setting']}" + ("" if chosen["reaches_min_precision"] else
+                                                       f" (none reaches tune precision {results['min_precision']})")
+                     + f": test P {test['precision']}, R {test['recall']}, F1 {test['f1']}, reuse merged "
+                     f"{test['reuse_called']}/{test['reuse_pairs']}")
+    return lines
+
+
+def markdown(results: Mapping) -> list[str]:
+    """The report's section on the real pairs."""
+    return ["## Real labelled pairs", "",
+            "Hand-labelled pairs of real texts (`newsdedup/evaluation/labels/real_pairs.jsonl`, rules in "
+            "`labels/GUIDELINE.md`), each decided as the pipeline decides it. Positives: `near_duplicate`; `reuse` "
+            "and `different` pairs are negatives (P w/o reuse: reuse pairs not counted); junk left out. Pairs per "
+            "label (tune/test): " + ", ".join(f"{label} {c['tune']}/{c['test']}" for label, c in results["pairs"].items())
+            + ".", "", table(results["rows"]), "", *summary_lines(results), ""]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
