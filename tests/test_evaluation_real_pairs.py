@@ -16,6 +16,7 @@ from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.evaluation import real_pairs
 from newsdedup.evaluation.real_pair_scores import (
     PairJudge,
+    describe,
     evaluate_real_pairs,
     grid,
     score,
@@ -193,7 +194,9 @@ def test_newsdedup_eval_reports_the_pairs_stage(shared_data: Path, labels):
     results = {"meta": {"data": str(shared_data), "seed": 1, "python": "3", "cpus": 1, "started": "now",
                         "seconds": {}}, "real_pairs": stage_results(shared_data, labels=few)}
     assert len(results["real_pairs"]["rows"]) == len(grid())
+    default = results["real_pairs"]["default"]  # what floors name: real_pairs.default.test.f1 and the like
+    assert default["setting"] == describe(NearSettings()) and set(default) >= {"tune", "test", "certain"}
     assert sum(sum(c.values()) for c in results["real_pairs"]["pairs"].values()) == 12
     report, summary = format_markdown(results), format_summary(results)
     assert "## Real labelled pairs" in report and "| simhash k=6 |" in report
-    assert "spotsigs: shipped spotsigs tau=0.5 containment=0.8" in summary and "simhash: shipped simhash k=3" in summary
+    assert f"spotsigs: shipped {describe(NearSettings(method='spotsigs'))}" in summary and "simhash: shipped simhash k=" in summary

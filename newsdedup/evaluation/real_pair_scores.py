@@ -183,8 +183,9 @@ def table(rows: Sequence[Mapping], *, certain_only: bool = False) -> str:
 
 
 def stage_results(data_dir: Path | str, *, labels: Sequence[Mapping] | None = None) -> dict:
-    """What ``newsdedup eval --stages pairs`` records (JSON-ready): every setting's scores, the shipped defaults'
-    rows and the rows the tune half suggests, and the pairs per label and half (``labels``: default the file's)."""
+    """What ``newsdedup eval --stages pairs`` records (JSON-ready): every setting's scores, the product's default
+    setting's row again under ``default``, the settings the tune half suggests, and the pairs per label and half
+    (``labels``: default the file's)."""
     labels = list(labels if labels is not None else load_labels())
     rows = evaluate_real_pairs(data_dir, labels=labels)
     summary: dict = {"shipped": {}, "suggested": {}}
@@ -195,7 +196,11 @@ def stage_results(data_dir: Path | str, *, labels: Sequence[Mapping] | None = No
     counts: dict = {}
     for row in labels:
         counts.setdefault(row["label"], dict.fromkeys(SPLITS, 0))[row["split"]] += 1
+    # The product's default setting under its own key, so floors can name its figures ("real_pairs.default.test.f1").
+    default = next((row for row in rows if row["near"] == NearSettings()), None)
     return {"pairs": counts, "min_precision": MIN_PRECISION,
+            "default": default and {"setting": default["setting"], **{split: default[split] for split in SPLITS},
+                                    "certain": default["certain"]},
             "rows": [{k: v for k, v in row.items() if k != "near"} for row in rows], **summary}
 
 
