@@ -26,7 +26,6 @@ from newsdedup.evaluation.real_pair_scores import (
 from newsdedup.evaluation.real_pairs import (
     BINS,
     LABELS,
-    SPLITS,
     bin_of,
     candidate_pairs,
     compact,
