@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-STAGES = ("extraction", "text", "pages", "experiments")
+STAGES = ("extraction", "text", "pages", "experiments", "pairs")
 DEFAULT_PAGE_DOCS = 1500
 
 
@@ -150,6 +150,10 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
 
                     specs = [s for m in METHODS for s in product_specs(m)] + baseline_specs()
                 results["page_level"] = _page_level(data_dir, out_dir, page_docs, seed, specs, bar, workers)
+            elif stage == "pairs":
+                from newsdedup.evaluation.real_pair_scores import stage_results
+
+                results["real_pairs"] = stage_results(data_dir)
             else:
                 from newsdedup.evaluation.experiments import run_paper_experiments
 
@@ -233,6 +237,10 @@ def format_markdown(results: Mapping) -> str:
                       f"{k} {v['f1']} ({v['under_0.9']} of {v['pages']} under 0.9)"
                       for k, v in pages["extraction"]["f1_by_shell"].items())
                   + f"; bodies holding hot-list text: {pages['extraction']['hot_list_leaks']['pages']}.", ""]
+    if pairs := results.get("real_pairs"):
+        from newsdedup.evaluation.real_pair_scores import markdown as pairs_markdown
+
+        lines += pairs_markdown(pairs)
     if experiments := results.get("experiments"):
         from newsdedup.evaluation.experiments import format_markdown as experiments_markdown
 
@@ -261,6 +269,10 @@ def format_summary(results: Mapping) -> str:
                          f"{cell(p and p['recall']):>7}{cell(p and p['f1']):>7}{(cell(cost['total'], 2) if cost else '-'):>8}")
     if pages:
         lines.append(f"page level: {pages['docs']} pages, related-reading leaks {pages['leaks']}")
+    if pairs := results.get("real_pairs"):
+        from newsdedup.evaluation.real_pair_scores import summary_lines
+
+        lines += ["real labelled pairs:", *summary_lines(pairs)]
     if experiments := results.get("experiments"):
         lines.append("papers' experiments: " + ", ".join(experiments["plots"]))
     return "\n".join([*lines, f"seconds: {results['meta'].get('seconds')}"])
