@@ -53,7 +53,12 @@ def cmd_sites(args: argparse.Namespace) -> int:
     from newsdedup.sites import SiteConfigError, default_sites_path, load_sites
 
     if args.example:
-        sys.stdout.write(default_sites_path().read_text(encoding="utf-8"))
+        out = _open_output(args.output)
+        out.write(default_sites_path().read_text(encoding="utf-8"))
+        if out is not sys.stdout:
+            out.close()
+            print(f"wrote the packaged site file to {args.output}; crawl it with: newsdedup crawl -a sites={args.output}",
+                  file=sys.stderr)
         return 0
     try:
         sites = load_sites(args.sites)
@@ -561,7 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sites.add_argument("--sites", metavar="FILE", help="the site file (default: the packaged one)")
     sites.add_argument("--example", action="store_true",
-                       help="print the packaged site file to standard output, to edit and pass with -a sites=FILE")
+                       help="write out the packaged site file, to edit and crawl with -a sites=FILE")
+    sites.add_argument("--output", "-o", default="-", help="--example: output file (default: standard output)")
     sites.set_defaults(func=cmd_sites)
 
     storage_default = _default_shown("NEWSDEDUP_STORAGE_URI")

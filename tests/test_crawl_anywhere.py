@@ -112,7 +112,9 @@ def test_sites_example_is_the_packaged_site_file_and_validates(empty_folder):
     assert result.returncode == 0, result.stderr
     assert result.stdout == default_sites_path().read_text(encoding="utf-8")
     assert result.stdout == (REPO_ROOT / "config" / "sites.toml").read_text(encoding="utf-8")
-    (empty_folder / "sites.toml").write_text(result.stdout, encoding="utf-8")
+    written = newsdedup("sites", "--example", "-o", "sites.toml", cwd=empty_folder)
+    assert written.returncode == 0, written.stderr
+    assert (empty_folder / "sites.toml").read_text(encoding="utf-8") == result.stdout
     listed = newsdedup("sites", "--sites", "sites.toml", cwd=empty_folder)
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]

@@ -24,6 +24,8 @@ ELSEWHERE = {
     "pip install": "installs packages",
     "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
     "tests/test_crawl_e2e.py runs the same command against a local portal",
+    "newsdedup crawl": "crawls the real portals (no internet here); tests/test_crawl_anywhere.py runs it from an "
+    "empty folder against a local portal",
     "newsdedup eval": "CI runs it on the shared data",
     "newsdedup monitor": "runs until stopped; tests/test_schedules.py runs it",
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",
