@@ -140,3 +140,13 @@ def test_help_lists_crawl_and_sites(empty_folder):
     assert crawl_help.returncode == 0
     assert "newsdedup crawl [options]" in crawl_help.stdout
     assert all(option in crawl_help.stdout for option in ("--settings FILE", "-s NAME=VALUE", "-a NAME=VALUE", "-O FILE"))
+
+
+def test_monitor_passes_its_settings_file_on_to_each_crawl(empty_folder):
+    (empty_folder / "bad.toml").write_text('NEWSDEDUP_WORKERS = "two"\n', encoding="utf-8")
+    result = newsdedup("monitor", "--every", "1s", "--runs", "1", "--settings", "bad.toml", "--log", "monitor.log",
+                       cwd=empty_folder)
+    assert result.returncode == 1, result.stderr  # a run failed
+    log = (empty_folder / "monitor.log").read_text(encoding="utf-8")
+    assert "newsdedup: error: NEWSDEDUP_WORKERS: expected a whole number or none, got 'two'" in log
+    assert "crawl finished with exit status 2" in log
