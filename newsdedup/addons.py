@@ -13,7 +13,7 @@ from scrapy.exceptions import NotConfigured
 
 
 def redis_url(settings) -> str | None:
-    """``NEWSDEDUP_REDIS_URL``, or None when the crawl runs on one machine (unset or empty: ``-s NEWSDEDUP_REDIS_URL=``).
+    """``NEWSDEDUP_REDIS_URL``, or None when the crawl runs on one machine (unset or empty).
 
     Read here rather than through :mod:`newsdedup.options`, which imports the extraction stack.
     """

@@ -57,8 +57,8 @@ def cmd_sites(args: argparse.Namespace) -> int:
         out.write(default_sites_path().read_text(encoding="utf-8"))
         if out is not sys.stdout:
             out.close()
-            print(f"wrote the packaged site file to {args.output}; crawl it with: newsdedup crawl -a sites={args.output}",
-                  file=sys.stderr)
+            print(f"wrote the packaged site file to {args.output}; "
+                  f"crawl it with: newsdedup crawl -a sites={args.output}", file=sys.stderr)
         return 0
     try:
         sites = load_sites(args.sites)

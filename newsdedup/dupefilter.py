@@ -11,8 +11,8 @@ With a retention window (``NEWSDEDUP_RETENTION_DAYS``) the Bloom filter holds on
 within it; a link it has not seen is looked up in the store, so older articles are not fetched again
 either (see :mod:`newsdedup.retention`).
 
-A distributed crawl (``NEWSDEDUP_REDIS_URL``) uses :class:`newsdedup.scheduler.SharedArticlesDupeFilter` instead: the article URLs
-handled for good are in Redis (:class:`newsdedup.distributed.UrlFilter`, written by the one writer after each
+A distributed crawl (``NEWSDEDUP_REDIS_URL``) uses :class:`newsdedup.scheduler.SharedArticlesDupeFilter` instead:
+the article URLs handled for good are in Redis (:class:`newsdedup.distributed.UrlFilter`, written by the one writer after each
 commit), a link Redis does not know is looked up in the store, and within a run scrapy-redis's ``SADD`` filter,
 shared by the run's processes, keeps two of them from fetching one page.
 

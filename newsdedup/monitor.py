@@ -1,7 +1,7 @@
 """``newsdedup monitor``: run the crawl every N minutes, never two runs on one database at once.
 
-Each run is a fresh ``newsdedup crawl`` process (``scrapy crawl portal``, from any folder) (a Twisted reactor cannot be restarted, and a new
-process gives back all memory), started at a fixed rate: a run that overruns the interval is followed
+Each run is a fresh ``newsdedup crawl`` process, which runs from any folder (a Twisted reactor cannot be
+restarted, and a new process gives back all memory), started at a fixed rate: a run that overruns the interval is followed
 at once by the next, never overlapped. Before each run the monitor takes an exclusive ``flock(2)`` on
 the schedule lock file (``<database>.schedule.lock`` by default); the crontab line in README.md takes the
 same lock with ``flock -n``, so a cron job, a systemd timer and a monitor can share one database and

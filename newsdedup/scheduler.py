@@ -1,4 +1,4 @@
-"""Distributed crawling on scrapy-redis: the setting that turns it on, and the scheduler of a run.
+"""Distributed crawling on scrapy-redis: the scheduler and the request filter of a run.
 
 ``-s NEWSDEDUP_REDIS_URL=redis://host:6379/0`` makes a crawl one worker of a distributed crawl
 (:mod:`newsdedup.distributed`, README.md *More than one machine*). :class:`newsdedup.addons.DistributedAddon`
@@ -25,10 +25,10 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from newsdedup import distributed, options, retention
+# DistributedAddon: also under its old path, for settings written before it moved to the dependency-free addons.
+from newsdedup.addons import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.dupefilter import KnownArticles, url_key
 from newsdedup.storage import open_store
-# The add-on's old path (settings written before it moved to the dependency-free newsdedup.addons).
-from newsdedup.addons import DistributedAddon, redis_url  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,8 @@ class SharedArticlesDupeFilter(KnownArticles, RedisRFPDupeFilter):
         dupefilter = cls(run.client, key=None, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.crawler = crawler
         dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
-        dupefilter.urls = distributed.UrlFilter(run.client, run.prefix, retention_days=retention.retention_days(crawler.settings))
+        dupefilter.urls = distributed.UrlFilter(run.client, run.prefix,
+                                                retention_days=retention.retention_days(crawler.settings))
         dupefilter.store = None
         return dupefilter
 

@@ -173,8 +173,9 @@ def crawl_anywhere(argv: Sequence[str]) -> int:
     opts = parser.parse_args(list(argv))
     try:
         command.process_options([SPIDER], opts)
-        if settings["TWISTED_REACTOR"] == "twisted.internet.asyncioreactor.AsyncioSelectorReactor" and not \
-                settings.getbool("FORCE_CRAWLER_PROCESS") or not settings.getbool("TWISTED_REACTOR_ENABLED"):
+        asyncio_reactor = settings["TWISTED_REACTOR"] == "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+        if (asyncio_reactor and not settings.getbool("FORCE_CRAWLER_PROCESS")) or \
+                not settings.getbool("TWISTED_REACTOR_ENABLED"):  # as scrapy.cmdline.execute chooses
             command.crawler_process = AsyncCrawlerProcess(settings)
         else:
             command.crawler_process = CrawlerProcess(settings)
