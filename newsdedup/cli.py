@@ -1,6 +1,8 @@
-"""The ``newsdedup`` command line: demo, export, failures, report, monitor, extract, dedup, antecedents, eval.
+"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, extract, dedup,
+antecedents, eval.
 
-Crawling itself is ``scrapy crawl portal`` from the project root (see docs/getting-started.md).
+``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.commands.crawl`), runnable from any
+folder; in the repository ``scrapy crawl portal`` is the same crawl.
 """
 
 from __future__ import annotations
@@ -40,6 +42,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.serve:
         return serve_demo(sites_out=args.sites_out, port=args.port, day=args.day)
     return run_demo(storage=args.storage, workers=args.workers, verbose=args.verbose)
+
+
+# -- crawl, sites --------------------------------------------------------------------------
+def cmd_crawl(rest: Sequence[str]) -> int:
+    from newsdedup.commands.crawl import crawl_anywhere
+
+    return crawl_anywhere(rest)
+
+
+def cmd_sites(args: argparse.Namespace) -> int:
+    from newsdedup.sites import SiteConfigError, default_sites_path, load_sites
+
+    if args.example:
+        out = _open_output(args.output)
+        out.write(default_sites_path().read_text(encoding="utf-8"))
+        if out is not sys.stdout:
+            out.close()
+            print(f"wrote the packaged site file to {args.output}; "
+                  f"crawl it with: newsdedup crawl -a sites={args.output}", file=sys.stderr)
+        return 0
+    try:
+        sites = load_sites(args.sites)
+    except SiteConfigError as exc:
+        print(f"newsdedup sites: error: {exc}", file=sys.stderr)
+        return 2
+    for site in sites:
+        print(f"{site.name:<12} {', '.join(site.allowed_domains):<40} {' '.join(site.start_urls)}")
+    print(f"{_count(len(sites), 'site')} in {args.sites or default_sites_path()}: valid", file=sys.stderr)
+    return 0
 
 
 def _open_existing_store(command: str, uri: str):
@@ -243,7 +274,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         return 2
     log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr  # noqa: SIM115
     command = crawl_command(storage_uri=args.storage, sites=args.sites, site=",".join(_list_option(args.site)),
-                            settings=args.setting or ())
+                            settings=args.setting or (), settings_file=args.settings_file)
     lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
 
     def after_run(status: int) -> None:
@@ -414,7 +445,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from newsdedup.evaluation import floors as quality_floors
         from newsdedup.evaluation.suite import format_summary, parse_stages, run_evaluation
     except ImportError as exc:
-        print(f"newsdedup eval: {exc}; install the evaluation extra: pip install -e '.[eval]'", file=sys.stderr)
+        print(f"newsdedup eval: error: no module {exc.name}; the evaluation needs the eval extra: "
+              "pip install 'newsdedup[eval]'", file=sys.stderr)
         return 2
     floors_file = args.floors or quality_floors.default_floors_path()
     if args.lower_floor:
@@ -513,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="newsdedup",
         description="Crawl Chinese news portals and deduplicate articles inline. "
-        "Crawl with `scrapy crawl portal -a sites=config/sites.toml` from the project root.",
+        "Crawl with `newsdedup crawl` (in the repository also `scrapy crawl portal`).",
     )
     parser.add_argument("--version", action="version", version=f"newsdedup {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -531,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--day", type=int, choices=(1, 2), default=1,
                       help="with --serve: the portal's day (2 adds new articles and reprints; default: 1)")
     demo.set_defaults(func=cmd_demo)
+
+    # Parsed by the crawl command itself (Scrapy's options): `newsdedup crawl --help` lists them.
+    sub.add_parser("crawl", add_help=False,
+                   help="crawl the portals into the database, from any folder: the same crawl as `scrapy crawl "
+                   "portal` (-s NAME=VALUE, --settings FILE, -a sites=FILE, -a site=NAME, -O FILE; see --help)")
+    sites = sub.add_parser(
+        "sites", help="check and list a site file, or print the packaged one to edit (--example > sites.toml)",
+        description="Checks a site file as the crawl does and lists its portals (name, allowed domains, start "
+        "pages); a broken file is one line naming the entry and the key, exit status 2.",
+    )
+    sites.add_argument("--sites", metavar="FILE", help="the site file (default: the packaged one)")
+    sites.add_argument("--example", action="store_true",
+                       help="write out the packaged site file, to edit and crawl with -a sites=FILE")
+    sites.add_argument("--output", "-o", default="-", help="--example: output file (default: standard output)")
+    sites.set_defaults(func=cmd_sites)
 
     storage_default = _default_shown("NEWSDEDUP_STORAGE_URI")
     storage_help = "storage URI, e.g. sqlite:///news.sqlite (default: the crawl's, %(default)s)"
@@ -584,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor = sub.add_parser(
         "monitor", help="crawl every N minutes, never two runs at once (a lock), optionally refreshing a report",
-        description="Runs `scrapy crawl portal` at a fixed rate in fresh processes. Each run takes an exclusive "
+        description="Runs `newsdedup crawl` at a fixed rate in fresh processes. Each run takes an exclusive "
         "flock on the schedule lock file (default: <database>.schedule.lock, the file the documented crontab line "
         "locks too); a run that finds it held is skipped. SIGTERM/Ctrl-C stops after the running crawl.",
     )
@@ -594,6 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--site", action="append", help="only these sites of the file (repeat or comma-separate)")
     monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
                          help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")
+    monitor.add_argument("--settings", dest="settings_file", metavar="FILE",
+                         help="a TOML settings file for every run (as newsdedup crawl --settings; -s overrides it)")
     monitor.add_argument("--log", help="append the monitor's and the crawls' output to this file (default: stderr)")
     monitor.add_argument("--lock", help="the schedule lock file (default: <database>.schedule.lock)")
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
@@ -660,6 +709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if argv[:1] == ["antecedents"]:
         return cmd_antecedents(argparse.Namespace(), argv[1:])
+    if argv[:1] == ["crawl"]:
+        return cmd_crawl(argv[1:])
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -11,8 +11,8 @@ With a retention window (``NEWSDEDUP_RETENTION_DAYS``) the Bloom filter holds on
 within it; a link it has not seen is looked up in the store, so older articles are not fetched again
 either (see :mod:`newsdedup.retention`).
 
-A distributed crawl (``NEWSDEDUP_REDIS_URL``) uses :class:`SharedArticlesDupeFilter` instead: the article URLs
-handled for good are in Redis (:class:`newsdedup.distributed.UrlFilter`, written by the one writer after each
+A distributed crawl (``NEWSDEDUP_REDIS_URL``) uses :class:`newsdedup.scheduler.SharedArticlesDupeFilter` instead:
+the article URLs handled for good are in Redis (:class:`newsdedup.distributed.UrlFilter`, written by the one writer after each
 commit), a link Redis does not know is looked up in the store, and within a run scrapy-redis's ``SADD`` filter,
 shared by the run's processes, keeps two of them from fetching one page.
 
@@ -31,11 +31,6 @@ from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
 
-try:  # the redis extra: the distributed crawl only
-    from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
-except ImportError:  # pragma: no cover - without it NEWSDEDUP_REDIS_URL is refused before the crawl starts
-    RedisRFPDupeFilter = object
-
 from newsdedup import options, retention, runstats
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.storage import open_store
@@ -51,7 +46,7 @@ def url_key(url: str) -> str:
     return canonicalize_url(url)
 
 
-class _KnownArticles:
+class KnownArticles:
     """What both filters do with a request the spider marked as an article: known -> not fetched, counted."""
 
     crawler = None
@@ -81,7 +76,7 @@ class _KnownArticles:
         return False
 
 
-class SeenArticlesDupeFilter(_KnownArticles, RFPDupeFilter):
+class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler):
         # No job directory: nothing about this run's requests is written to requests.seen (module doc).
@@ -127,34 +122,3 @@ class SeenArticlesDupeFilter(_KnownArticles, RFPDupeFilter):
             self.store.close()
             self.store = None
         return super().close(reason)
-
-
-class SharedArticlesDupeFilter(_KnownArticles, RedisRFPDupeFilter):
-    """The distributed crawl's filter: articles handled for good (Redis, then the store), then scrapy-redis's
-    per-run ``SADD`` filter (its return value is the atomic "seen" check across the run's processes)."""
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        from newsdedup.distributed import UrlFilter
-        from newsdedup.scheduler import run_of
-
-        run = run_of(crawler)
-        dupefilter = cls(run.client, key=None, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
-        dupefilter.crawler = crawler
-        dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
-        dupefilter.urls = UrlFilter(run.client, run.prefix, retention_days=retention.retention_days(crawler.settings))
-        dupefilter.store = None
-        return dupefilter
-
-    def open(self) -> None:
-        self.store = open_store(self.storage_uri)
-        self.store.open()
-
-    def _known_article(self, request: Request) -> bool:
-        return url_key(request.url) in self.urls or self._known_before_window(self.store, request)
-
-    def close(self, reason: str = "") -> None:
-        """Keeps the shared key (the run's other processes use it; it expires with the run)."""
-        if self.store is not None:
-            self.store.close()
-            self.store = None

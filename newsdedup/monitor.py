@@ -1,7 +1,7 @@
 """``newsdedup monitor``: run the crawl every N minutes, never two runs on one database at once.
 
-Each run is a fresh ``scrapy crawl portal`` process (a Twisted reactor cannot be restarted, and a new
-process gives back all memory), started at a fixed rate: a run that overruns the interval is followed
+Each run is a fresh ``newsdedup crawl`` process, which runs from any folder (a Twisted reactor cannot be
+restarted, and a new process gives back all memory), started at a fixed rate: a run that overruns the interval is followed
 at once by the next, never overlapped. Before each run the monitor takes an exclusive ``flock(2)`` on
 the schedule lock file (``<database>.schedule.lock`` by default); the crontab line in docs/scheduling.md takes the
 same lock with ``flock -n``, so a cron job, a systemd timer and a monitor can share one database and
@@ -16,7 +16,6 @@ that SIGINT and the monitor's, which Scrapy takes for a second Ctrl-C and answer
 from __future__ import annotations
 
 import fcntl
-import os
 import signal
 import subprocess
 import sys
@@ -41,9 +40,11 @@ def schedule_lock_path(storage_uri: str) -> Path:
 
 
 def crawl_command(*, storage_uri: str, sites: str | None = None, site: str | None = None,
-                  settings: Sequence[str] = ()) -> list[str]:
-    """The ``scrapy crawl portal`` command of one run (``settings``: ``NAME=VALUE`` strings)."""
-    command = [sys.executable, "-m", "scrapy", "crawl", "portal"]
+                  settings: Sequence[str] = (), settings_file: str | None = None) -> list[str]:
+    """The ``newsdedup crawl`` command of one run (``settings``: ``NAME=VALUE`` strings, over ``settings_file``)."""
+    command = [sys.executable, "-m", "newsdedup.cli", "crawl"]
+    if settings_file:
+        command += ["--settings", settings_file]
     if sites:
         command += ["-a", f"sites={sites}"]
     if site:
@@ -118,12 +119,9 @@ class Monitor:
             self.say(f"skipped: another run holds {self.lock.path}")
             return None
         try:
-            env = dict(os.environ)
-            # From any folder, not only the project root: the installed package's settings.
-            env.setdefault("SCRAPY_SETTINGS_MODULE", "newsdedup.settings")
             self.say("crawl started: " + " ".join(self.command[1:]))
             # process_group=0: the terminal's Ctrl-C reaches the monitor only, which passes on exactly one SIGINT.
-            self._child = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+            self._child = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT,
                                            process_group=0)
             status = self._child.wait()
             self._child = None

@@ -1,10 +1,10 @@
-"""Distributed crawling on scrapy-redis: the setting that turns it on, and the scheduler of a run.
+"""Distributed crawling on scrapy-redis: the scheduler and the request filter of a run.
 
 ``-s NEWSDEDUP_REDIS_URL=redis://host:6379/0`` makes a crawl one worker of a distributed crawl
-(:mod:`newsdedup.distributed`, docs/distributed.md). :class:`DistributedAddon` (a Scrapy add-on,
-in ``ADDONS``) then sets what scrapy-redis users set by hand: its scheduler (:class:`RunScheduler`), its request
-filter (:class:`~newsdedup.dupefilter.SharedArticlesDupeFilter`), ``SCHEDULER_PERSIST`` (a worker that stops
-must not empty the queue the others still work on).
+(:mod:`newsdedup.distributed`, docs/distributed.md). :class:`newsdedup.addons.DistributedAddon`
+(a Scrapy add-on, in ``ADDONS``) then sets what scrapy-redis users set by hand: its scheduler
+(:class:`RunScheduler`), its request filter (:class:`SharedArticlesDupeFilter`),
+``SCHEDULER_PERSIST``. This module needs the ``redis`` extra; Scrapy imports it only then.
 
 :class:`RunScheduler` is scrapy-redis's ``Scheduler`` with its priority queue and ``SADD`` request filter, keyed
 by run (:class:`~newsdedup.distributed.RedisRun`) instead of by spider name: the processes of one run share
@@ -18,20 +18,21 @@ from __future__ import annotations
 
 import logging
 
+from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
-from newsdedup import distributed, options
+from newsdedup import distributed, options, retention
+# DistributedAddon: also under its old path, for settings written before it moved to the dependency-free addons.
+from newsdedup.addons import DistributedAddon, redis_url  # noqa: F401
+from newsdedup.dupefilter import KnownArticles, url_key
+from newsdedup.storage import open_store
 
 logger = logging.getLogger(__name__)
 
 _RUN_ATTRIBUTE = "_newsdedup_run"
-
-
-def redis_url(settings) -> str | None:
-    """``NEWSDEDUP_REDIS_URL``, or None when the crawl runs on one machine."""
-    return options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL")
 
 
 def run_of(crawler: Crawler) -> distributed.RedisRun:
@@ -44,27 +45,11 @@ def run_of(crawler: Crawler) -> distributed.RedisRun:
     return run
 
 
-class DistributedAddon:
-    """Switches a crawl to scrapy-redis when ``NEWSDEDUP_REDIS_URL`` is set (nothing changes otherwise)."""
-
-    def update_settings(self, settings) -> None:
-        url = redis_url(settings)
-        if not url:
-            return
-        # "project" priority: over this project's settings.py, under -s on the command line.
-        settings.set("REDIS_URL", url, priority="project")
-        settings.set("SCHEDULER", "newsdedup.scheduler.RunScheduler", priority="project")
-        settings.set("SCHEDULER_PERSIST", True, priority="project")
-        settings.set("DUPEFILTER_CLASS", "newsdedup.dupefilter.SharedArticlesDupeFilter", priority="project")
-
-
 class RunScheduler(Scheduler):
     """scrapy-redis's scheduler, its queue and request filter keyed by the run this process joins on open."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunScheduler:
-        from newsdedup.dupefilter import SharedArticlesDupeFilter
-
         run = run_of(crawler)
         scheduler = cls(
             server=run.client, persist=True, queue_cls="scrapy_redis.queue.PriorityQueue",
@@ -109,3 +94,32 @@ class RunScheduler(Scheduler):
         if request is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
         return request
+
+
+class SharedArticlesDupeFilter(KnownArticles, RedisRFPDupeFilter):
+    """The distributed crawl's filter: articles handled for good (Redis, then the store), then scrapy-redis's
+    per-run ``SADD`` filter (its return value is the atomic "seen" check across the run's processes)."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        run = run_of(crawler)
+        dupefilter = cls(run.client, key=None, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        dupefilter.crawler = crawler
+        dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
+        dupefilter.urls = distributed.UrlFilter(run.client, run.prefix,
+                                                retention_days=retention.retention_days(crawler.settings))
+        dupefilter.store = None
+        return dupefilter
+
+    def open(self) -> None:
+        self.store = open_store(self.storage_uri)
+        self.store.open()
+
+    def _known_article(self, request: Request) -> bool:
+        return url_key(request.url) in self.urls or self._known_before_window(self.store, request)
+
+    def close(self, reason: str = "") -> None:
+        """Keeps the shared key (the run's other processes use it; it expires with the run)."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None

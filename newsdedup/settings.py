@@ -49,7 +49,7 @@ DUPEFILTER_CLASS = "newsdedup.dupefilter.SeenArticlesDupeFilter"
 SCHEDULER = "newsdedup.jobdir.JobdirScheduler"
 # With NEWSDEDUP_REDIS_URL set, this add-on makes the crawl a worker of a distributed crawl on scrapy-redis
 # (its scheduler and request filter; docs/distributed.md). Without it, it does nothing.
-ADDONS = {"newsdedup.scheduler.DistributedAddon": 0}
+ADDONS = {"newsdedup.addons.DistributedAddon": 0}
 
 # Scrapy's meta-refresh redirects, but an HTML page whose first bytes show no "refresh" is not decoded for it
 # (newsdedup/metarefresh.py: the crawl process never reads an article page's text itself).

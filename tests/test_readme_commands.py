@@ -25,9 +25,12 @@ ELSEWHERE = {
     "in a fresh venv",
     "newsdedup demo": "tests/test_cli.py runs the demo",
     "newsdedup sites --example >": "writes the shipped site file (a shell redirection, not run here)",
-    "newsdedup crawl ": "crawls the real portals (no internet here); CI runs newsdedup crawl against the demo portal",
     "apt-get update": "the test command (its system packages first): CI runs it",
     "pip install": "installs packages",
+    "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
+    "tests/test_crawl_e2e.py runs the same command against a local portal",
+    "newsdedup crawl": "crawls the real portals (no internet here); tests/test_crawl_anywhere.py runs it from an "
+    "empty folder against a local portal",
     "newsdedup eval": "CI runs it on the shared data",
     "newsdedup monitor": "runs until stopped; tests/test_schedules.py runs it",
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",

@@ -7,8 +7,8 @@
    extractor does on it;
 3. one page per document on those shells, list pages of 50 links, served on 127.0.0.1 by
    :class:`~newsdedup.demo.server.LoopbackServer`;
-4. ``scrapy crawl portal`` in a subprocess from the project root (loopback: no delay, no
-   autothrottle, robots.txt obeyed), writing to SQLite in ``workdir``; then ``newsdedup export``;
+4. ``newsdedup crawl`` (the project's ``scrapy crawl portal``) in a subprocess in ``workdir`` (loopback: no
+   delay, no autothrottle, robots.txt obeyed), writing to SQLite there; then ``newsdedup export``;
 5. every exported row mapped back to its document by URL path, its ``cluster_id`` the predicted
    cluster (exact repeats carry the cluster of the page they repeat); a document without a row
    (skipped by extraction, e.g. a JavaScript-only or too short page) is a cluster of its own;
@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import newsdedup
 from newsdedup.demo.server import LoopbackServer
 from newsdedup.evaluation.extraction import token_prf
 from newsdedup.evaluation.pages import HARD_VARIANTS, BenchSite, build_site, load_shells
@@ -76,16 +75,10 @@ def benchmark_sizes(docs: int) -> dict[str, int]:
     return sizes
 
 
-def _project_dir() -> Path | None:
-    """The repository root (holding scrapy.cfg) when newsdedup runs from a checkout, else None."""
-    root = Path(newsdedup.__file__).resolve().parent.parent
-    return root if (root / "scrapy.cfg").is_file() else None
-
-
 def crawl_command(sites_file: Path, storage_uri: str, *, method: str, settings: Mapping[str, object] = ()) -> list[str]:
-    """The ``scrapy crawl portal`` command line of a page-level run (``settings`` override the defaults)."""
+    """The ``newsdedup crawl`` command line of a page-level run (``settings`` override the defaults)."""
     merged = {**_CRAWL_SETTINGS, "NEWSDEDUP_STORAGE_URI": storage_uri, "NEWSDEDUP_NEAR_METHOD": method, **dict(settings)}
-    command = [sys.executable, "-m", "scrapy", "crawl", "portal", "-a", f"sites={sites_file}"]
+    command = [sys.executable, "-m", "newsdedup.cli", "crawl", "-a", f"sites={sites_file}"]
     for name, value in merged.items():
         command += ["-s", f"{name}={value}"]
     return command
@@ -194,7 +187,7 @@ def run_page_level(
                 data_dir, docs=docs, method=method, seed=seed, settings=settings, workdir=Path(tmp),
                 gbk_share=gbk_share, max_shells=max_shells, workers=workers, timeout=timeout, rescore=rescore,
             )
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # the crawl runs in it: the paths it is given must not be relative to here
     workdir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -224,27 +217,23 @@ def run_page_level(
     storage_uri = f"sqlite:///{db}"
     sites_file = workdir / "sites.toml"
     log_file = workdir / "crawl.log"
-    project = _project_dir()
-    env = dict(os.environ)
-    if project is None:
-        env.setdefault("SCRAPY_SETTINGS_MODULE", "newsdedup.settings")
     with LoopbackServer(site.responses()) as server:
         sites_file.write_text(site.sites_toml(server.base_url), encoding="utf-8")
         command = crawl_command(sites_file, storage_uri, method=method, settings=settings or {})
         mark = time.perf_counter()
         with log_file.open("w", encoding="utf-8") as log:
-            result = subprocess.run(command, cwd=project or workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            result = subprocess.run(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
                                     timeout=timeout, check=False)
         timings["crawl"] = time.perf_counter() - mark
         served = dict(server.requests_served)
     log_text = log_file.read_text(encoding="utf-8", errors="replace")
     if result.returncode != 0:
-        raise RuntimeError(f"scrapy crawl exited with {result.returncode}; see {log_file}:\n{log_text[-3000:]}")
+        raise RuntimeError(f"newsdedup crawl exited with {result.returncode}; see {log_file}:\n{log_text[-3000:]}")
 
     mark = time.perf_counter()
     exported = subprocess.run(
         [sys.executable, "-m", "newsdedup.cli", "export", "--storage", storage_uri],
-        cwd=project or workdir, env=env, capture_output=True, text=True, check=True, timeout=300,
+        cwd=workdir, capture_output=True, text=True, check=True, timeout=300,
     )
     (workdir / "export.jsonl").write_text(exported.stdout, encoding="utf-8")
     rows = [json.loads(line) for line in exported.stdout.splitlines() if line.strip()]

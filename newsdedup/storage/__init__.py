@@ -37,7 +37,7 @@ def open_store(uri: str, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
             from newsdedup.storage.postgres import PostgresStore
         except ImportError as exc:
             raise ValueError(
-                f"storage URI {uri!r} needs the PostgreSQL driver ({exc.name} is missing): "
+                f"storage URI {uri!r}: no module {exc.name}; PostgreSQL storage needs the postgres extra: "
                 "pip install 'newsdedup[postgres]'"
             ) from None
         return PostgresStore(uri, batch_size=batch_size, busy_timeout=busy_timeout, retries=retries)
