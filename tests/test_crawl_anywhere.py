@@ -91,7 +91,7 @@ def test_newsdedup_crawl_is_the_project_crawl_command_with_its_checks_and_exit_s
     result = newsdedup("crawl", "--settings", "typo.toml", cwd=empty_folder)
     assert (result.returncode, result.stderr.splitlines()) == (2, [
         "newsdedup: error: typo.toml: unknown setting NEWSDEDUP_WORKRES (the NEWSDEDUP_* settings are listed in "
-        "README.md, Settings)"])
+        "docs/settings.md)"])
 
     (empty_folder / "bad.toml").write_text('NEWSDEDUP_WORKERS = "two"\n', encoding="utf-8")
     result = newsdedup("crawl", "--settings", "bad.toml", cwd=empty_folder)  # checked as -s values are
