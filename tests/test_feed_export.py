@@ -142,3 +142,27 @@ def test_a_distributed_crawl_s_feeds_carry_the_writer_s_verdicts(tmp_path, postg
     rows = dist_export(servers[0])
     check_feed_is_the_store(per_process[0] + per_process[1], rows, Counter(row["status"] for row in rows))
     assert {urlsplit(row["url"]).path for row in rows} == set(load_manifest()["by_day"][1]["new_article_pages"])
+
+
+def test_a_verdict_waited_for_arrives_once_posted_and_a_stopping_process_stops_waiting(redis_server):  # noqa: F811
+    """The verdict board on real Redis: a publisher gets the verdict the writer posts, which leaves the board;
+    give_up() (a process stopped long enough) ends the waits with None."""
+    import asyncio
+
+    from newsdedup.distributed import VerdictBoard, connect
+
+    board = VerdictBoard(connect(redis_server.url), f"t{uuid.uuid4().hex[:8]}:verdicts")
+
+    async def scenario():
+        first = asyncio.ensure_future(board.wait("1-0"))
+        second = asyncio.ensure_future(board.wait("2-0"))
+        await asyncio.sleep(0.2)
+        assert not first.done() and board.waiting() == 2  # nothing posted: still waiting
+        board.post({"1-0": {"status": "unique", "cluster_id": 7}})
+        assert await first == {"status": "unique", "cluster_id": 7}
+        assert not board.client.hexists(board.key, "1-0")  # taken off the board
+        assert not second.done()
+        board.give_up()
+        assert await second is None and board.waiting() == 0
+
+    asyncio.run(scenario())
