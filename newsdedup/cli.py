@@ -16,11 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-EXPORT_FIELDS = (
-    "url", "site", "title", "text", "published_at", "author", "source",
-    "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure",
-    "fetched_at", "origin_url",
-)
+from newsdedup.items import ARTICLE_VERDICT_FIELDS
+
+# The fields of a crawl's items too (what `scrapy crawl portal -O news.jsonl` writes): one format for both.
+EXPORT_FIELDS = ARTICLE_VERDICT_FIELDS
 EXPORT_STATUSES = ("unique", "near_duplicate", "exact_duplicate")
 
 

@@ -15,6 +15,9 @@ Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWS
   are committed: a writer killed mid-batch leaves its entries pending, and the next writer (any other process,
   within a heartbeat) reads them again first, under the same consumer name. The store ignores what was
   already committed (URLs are unique), so nothing is lost and nothing is stored twice;
+- :class:`VerdictBoard`: the writer's verdict on each analysed page, posted once its records are committed, for
+  the process that published the page: that process waits for it, so the item leaving its pipelines (what its
+  item pipelines and feed exports get) carries the verdict of the run, as a single process's does;
 - :class:`UrlFilter`: article URLs handled for good, one Redis set per UTC day of fetch, kept for the retention
   window: the shared form of the crawl's URL filter. Members are 8-byte BLAKE2 digests of the canonical URL
   (docs/performance.md has the measured memory per URL). ``SADD`` answers "new?" atomically. Redis is a cache: a URL it
@@ -26,7 +29,10 @@ processes (bind it to a private network or set a password, docs/distributed.md).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
+import logging
 import os
 import pickle
 import socket
@@ -36,6 +42,8 @@ from datetime import datetime, timedelta, timezone
 
 import redis
 
+logger = logging.getLogger(__name__)
+
 # Seconds without a heartbeat after which a process counts as dead (its work no longer keeps the others up,
 # and the run ends that long after the last process stopped). Heartbeats come every HEARTBEAT seconds.
 LIVENESS = 10.0
@@ -44,6 +52,9 @@ HEARTBEAT = 0.5
 _RUN_TIME = "%Y%m%dT%H%M%S"
 # Per-run keys (queue, request filter) outlive the run this long, for a look after a crash, then expire.
 RUN_KEYS_TTL = 24 * 3600
+# Seconds between two looks for the verdicts a process waits for (one HMGET for all of them): the writer applies
+# the stream a batch at a time, every 50 ms when idle.
+VERDICT_POLL = 0.05
 
 # Join the live run, or open a new one: atomic, so processes started together agree on one run.
 _JOIN = """
@@ -201,8 +212,9 @@ class ResultStream:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def publish(self, entry: object) -> bytes:
-        return self.client.xadd(self.key, {b"e": pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)})
+    def publish(self, entry: object) -> str:
+        """Append ``entry``; its entry id."""
+        return self.client.xadd(self.key, {b"e": pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)}).decode()
 
     def pending(self, count: int) -> list[tuple[bytes, object]]:
         """Entries a writer read but did not acknowledge (its batch was not committed), oldest first."""
@@ -228,6 +240,71 @@ class ResultStream:
     def __len__(self) -> int:
         """Entries not yet committed by a writer (read or not)."""
         return self.client.xlen(self.key)
+
+
+class VerdictBoard:
+    """The writer's verdicts on analysed pages, for the processes that published them (see module doc).
+
+    One Redis hash per run: field the page's stream entry id, value its verdict (JSON). The writer posts the
+    verdicts of a batch after committing its records and before acknowledging its entries (a writer killed in
+    between leaves them to the next, which posts them again); the publisher waits for its pages' verdicts
+    (:meth:`wait`, one task polling for all of them) and takes each off the board. A verdict nobody takes (its
+    publisher died) goes when the run's keys expire.
+    """
+
+    def __init__(self, client: redis.Redis, key: str) -> None:
+        self.client = client
+        self.key = key
+        self._waiting: dict[str, asyncio.Future] = {}
+        self._poller: asyncio.Task | None = None
+
+    def post(self, verdicts: dict[str, dict]) -> None:
+        if not verdicts:
+            return
+        with self.client.pipeline() as pipe:
+            pipe.hset(self.key, mapping={entry_id: json.dumps(v, ensure_ascii=False) for entry_id, v in verdicts.items()})
+            pipe.pexpire(self.key, RUN_KEYS_TTL * 1000)
+            pipe.execute()
+
+    async def wait(self, entry_id: str) -> dict | None:
+        """The verdict on the page published as ``entry_id``; None if :meth:`give_up` came first."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[entry_id] = future
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.ensure_future(self._poll())
+        return await future
+
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def give_up(self) -> None:
+        """Stop waiting: every page still waiting gets None."""
+        waiting, self._waiting = self._waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_result(None)
+
+    async def _poll(self) -> None:
+        while self._waiting:
+            try:
+                self._take()
+            except Exception:  # noqa: BLE001 - a Redis hiccup: the verdicts stay posted, looked for again
+                logger.exception("distributed crawl: cannot read the writer's verdicts; trying again")
+                await asyncio.sleep(1.0)
+            if self._waiting:
+                await asyncio.sleep(VERDICT_POLL)
+
+    def _take(self) -> None:
+        entry_ids = list(self._waiting)
+        found = {entry_id: value for entry_id, value in zip(entry_ids, self.client.hmget(self.key, entry_ids))
+                 if value is not None}
+        if not found:
+            return
+        self.client.hdel(self.key, *found)
+        for entry_id, value in found.items():
+            future = self._waiting.pop(entry_id, None)
+            if future is not None and not future.done():
+                future.set_result(json.loads(value))
 
 
 def url_digest(url_key: str) -> bytes:

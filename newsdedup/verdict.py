@@ -21,6 +21,10 @@ code  name                   meaning
 6     site_failed            a site found no article links, or too many of its requests failed
 7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished; pages held for a
                              new site's template are left unread, the stop's cost (the next run fetches them)
+8     output_failed          the pages were stored, but what comes after newsdedup's pipelines failed: an
+                             item pipeline of the user's raised, a feed export could not write an item or
+                             store its file, an ``item_scraped`` handler raised (newsdedup.outputs); the
+                             least severe: the store, which the other codes are about, is whole
 ====  =====================  ===========================================================================
 
 >>> from newsdedup.runstats import SiteTally
@@ -33,6 +37,8 @@ code  name                   meaning
 (6, 'site_failed')
 >>> print(verdict.problems[0])
 site sohu: no article links on its 1 list page(s), although earlier runs found some: the portal's layout or links changed (see the warning above for links it saw)
+>>> judge(RunFacts("finished", [ok], output_failures=["feed export failed"])).name
+'output_failed'
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class ExitCode(enum.IntEnum):
     PAGES_NOT_PROCESSED = 5
     SITE_FAILED = 6
     INTERRUPTED = 7
+    OUTPUT_FAILED = 8
 
 
 # Scrapy finish reasons that mean someone stopped the run (a CLOSESPIDER_* limit is the user's own choice).
@@ -71,6 +78,8 @@ class RunFacts:
     requests_lost: int = 0  # scheduled requests a failing JOBDIR disk queue took with it (newsdedup.jobdir)
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
     max_http_error_share: float = _D.NEWSDEDUP_MAX_HTTP_ERROR_SHARE
+    # What failed after newsdedup's pipelines, one problem each (newsdedup.outputs).
+    output_failures: Sequence[str] = ()
 
 
 @dataclass
@@ -118,6 +127,7 @@ def judge(facts: RunFacts) -> Verdict:
         found.append((ExitCode.INTERRUPTED, f"the crawl was stopped before it finished ({facts.finish_reason})" + (
             f"; {held} fetched page(s) held for their site's template were not read, the next run fetches them again"
             if held else "")))
+    found += [(ExitCode.OUTPUT_FAILED, problem) for problem in facts.output_failures]
     found.sort(key=lambda item: item[0])
     return Verdict(found[0][0] if found else ExitCode.OK, [message for _, message in found])
 

@@ -37,7 +37,7 @@ SETTINGS_MODULE = "newsdedup.settings"
 CHECKS_AND_EXIT_STATUS = (
     "the site file, the NEWSDEDUP_* settings and the database are checked first, and the exit status tells how "
     "the run went (0 ok, 2 config error, 3 database in use, 4 not saved, 5 pages not processed, 6 a site failed, "
-    "7 interrupted; docs/commands.md, *Exit status*)."
+    "7 interrupted, 8 an item pipeline or feed export after newsdedup's failed; docs/commands.md, *Exit status*)."
 )
 
 

@@ -1,7 +1,7 @@
 """Thin Scrapy glue around the pure dedup library: one pipeline a stage.
 
     analyse (extract + fingerprint, worker processes) -> exact (Bloom + confirm)
-        -> near (Single-Pass over Simhash/SpotSigs) -> store
+        -> near (Single-Pass over Simhash/SpotSigs) -> store (hands on the page's ArticleVerdict)
 
 All four share one :class:`~newsdedup.pipelines.state.CrawlState` per crawler.
 """
@@ -42,8 +42,9 @@ class StagePipeline:
         return isinstance(item, ArticlePage)
 
     def process_item(self, item):
-        """Dedup stages see analysed article pages only; anything else passes through."""
-        if not self.handles(item) or item.analysis is None:
+        """Dedup stages see analysed article pages this process decides, not decided yet; anything else (an exact
+        repeat after the exact stage, a distributed crawl's page its writer decides) passes through."""
+        if not self.handles(item) or item.analysis is None or item.status is not None or item.entry_id is not None:
             return item
         return self.process_page(item)
 

@@ -74,8 +74,14 @@ class AnalysePipeline(StagePipeline):
             raise DropItem(f"not analysed ({exc}); fetched again next run", log_level="ERROR") from exc
         page.body = b""  # the raw page is no longer needed; keep memory flat
         if state.stream is not None:  # a distributed crawl: its writer decides, in the stream's order
-            state.publish((page, result))
-            return page  # with no analysis: the later stages pass it on
+            entry_id = state.publish((page, result))
+            # Its place in the stream is taken: the next page may be published while this one awaits its verdict.
+            state.order.finish(page.ticket)
+            page.ticket = None
+            if isinstance(result, PageSkipped):  # the writer records the skip; no verdict to wait for
+                raise DropItem(f"skipped ({result.reason}): {result.detail}", log_level="INFO")
+            page.entry_id, page.analysis = entry_id, result  # the store stage waits for the writer's verdict
+            return page
         return self.accept(page, result, stored=stored)
 
     def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:

@@ -1,8 +1,6 @@
-"""Exact stage: a repeat of a stored article is recorded (never silently lost) and dropped."""
+"""Exact stage: a repeat of a stored article is recorded (never silently lost) and goes on as a reprint."""
 
 from __future__ import annotations
-
-from scrapy.exceptions import DropItem
 
 from newsdedup.pipelines import StagePipeline
 from newsdedup.dedup.status import EXACT_DUPLICATE
@@ -25,9 +23,11 @@ class ExactDedupPipeline(StagePipeline):
                 url=item.url, site=item.site, title=article.title, published_at=article.published_at,
                 author=article.author, source=article.source, canonical_url=article.canonical_url,
                 fetched_at=item.fetched_at, fingerprint=analysis.features.fingerprint, repeat_of=stored.url,
+                cluster_id=stored.cluster_id,
             )
         )
-        item.status = EXACT_DUPLICATE
-        item.duplicate_of = stored.url
+        # As `newsdedup export` shows a repeat: in the story of the page it repeats, similarity 1.
+        item.status, item.duplicate_of, item.cluster_id = EXACT_DUPLICATE, stored.url, stored.cluster_id
+        item.similarity, item.score, item.measure, item.method = 1.0, 1.0, "exact", "exact"
         self.inc("repeats")
-        raise DropItem(f"exact repeat of {stored.url}", log_level="INFO")
+        return item  # the near stage passes it on (its status is set); the store stage hands on its verdict

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass
 
 from scrapy import signals
@@ -33,12 +34,13 @@ from newsdedup.dedup.engine import ExactRef, ExactStage
 from newsdedup.items import ArticlePage, FetchFailure
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
 from newsdedup.ordering import InOrder
+from newsdedup.outputs import OutputWatch, feed_storage_failures, handed_on
 from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.retry import RetryPolicy, iso, utc_now
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleStore, SiteRunRecord, StoreError, StoreInUse
-from newsdedup.verdict import ExitCode, RunFacts, judge
+from newsdedup.verdict import ExitCode, RunFacts, Verdict, judge
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +129,8 @@ class CrawlState:
         self.stream = None
         self.urls = None
         self.writer = None
+        self.verdicts = None  # the run's verdict board (newsdedup.distributed.VerdictBoard)
+        self._stopping_since: float | None = None  # when this process was asked to stop (SIGTERM), if it was
         self._looked_done_at: int | None = None  # when the run first looked done (Redis ms), until it did not
         self._tasks: list[asyncio.Task] = []
         if settings.redis_url:
@@ -136,6 +140,10 @@ class CrawlState:
         crawler.signals.connect(self._finished, signal=signals.item_error)
         crawler.signals.connect(self._lost_in_pipeline, signal=signals.item_error)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        # Failures after our pipelines (the user's item pipelines, feed exports), for the run's verdict.
+        self.outputs = OutputWatch(crawler)
+        self._facts: RunFacts | None = None  # what the verdict was judged on, once it was
+        crawler.signals.connect(self._feeds_closed, signal=signals.feed_exporter_closed)
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:
@@ -151,6 +159,8 @@ class CrawlState:
             self.order.finish(ticket)
 
     def _lost_in_pipeline(self, item, **kwargs) -> None:
+        if handed_on(item):  # stored; an item pipeline after ours failed (OutputWatch counts it)
+            return
         site = getattr(item, "site", None)
         if site is not None:
             self.page_lost(site)
@@ -222,19 +232,34 @@ class CrawlState:
         self.started_at = iso(self.run.started_at)  # every process records the run under the run's start
         self.stream = distributed.ResultStream(self.run.client, self.run.prefix)
         self.urls = distributed.UrlFilter(self.run.client, self.run.prefix, retention_days=self.settings.retention_days)
+        self.verdicts = distributed.VerdictBoard(self.run.client, self.run.key("verdicts"))
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
 
-    def publish(self, entry) -> None:
+    def publish(self, entry) -> str:
         """Hand an analysed page (or a failed fetch) to the run's writer, through the stream.
 
         A failed fetch or a skipped page counts in this process's per-site stats now: each process's verdict
         judges the requests it made itself (its share of failed requests, its pages not processed), not the
-        writer's commits, which are every process's."""
-        self.stream.publish(entry)
+        writer's commits, which are every process's. Returns the entry's id."""
+        entry_id = self.stream.publish(entry)
         if isinstance(entry, FetchFailure):
             self.crawler.stats.inc_value(runstats.site_key(entry.site, f"failed/{entry.kind}"))
         elif isinstance(entry[1], PageSkipped):
             self.crawler.stats.inc_value(runstats.site_key(entry[0].site, f"skipped/{entry[1].reason}"))
+        return entry_id
+
+    async def verdict_of(self, entry_id: str) -> dict:
+        """The run's writer's verdict on the page this process published as ``entry_id`` (the fields of
+        ArticlePage.verdict(), or ``dropped``: why the writer dropped it, e.g. stored by an earlier run).
+
+        Waiting is the price of items with a verdict: the page's item stays in Scrapy's scraper until the writer
+        committed the page, a batch at a time (about a tenth of a second); the process meanwhile goes on with
+        other pages. A process asked to stop waits for its last verdicts up to LIVENESS seconds (see _beat)."""
+        verdict = await self.verdicts.wait(entry_id)
+        if verdict is None:
+            return {"dropped": "this process stopped before the run's writer gave the page's verdict (the writer "
+                               "stores it all the same: `newsdedup export` lists it)", "log_level": "WARNING"}
+        return verdict
 
     async def _heartbeat(self) -> None:
         from newsdedup.distributed import HEARTBEAT
@@ -251,7 +276,9 @@ class CrawlState:
         idle = engine is not None and engine.spider is not None and engine.spider_is_idle()
         # The counters before the busy flag: a process seen idle has shared its final counters.
         self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
-        self.run.beat(busy=not idle, keep=[*getattr(self.run, "keep", ()), self.run.key("sites")])
+        self.run.beat(busy=not idle, keep=[*getattr(self.run, "keep", ()), self.run.key("sites"),
+                                           self.run.key("verdicts")])
+        self._give_up_verdicts_when_stopped_long()
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
         if idle:
@@ -259,6 +286,19 @@ class CrawlState:
             # process may have queued requests, or the run may be done (the last page committed). Look now: a
             # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
             engine._slot.nextcall.schedule()  # noqa: SLF001 - no public way to wake an idle engine
+
+    def _give_up_verdicts_when_stopped_long(self) -> None:
+        """A process asked to stop (SIGTERM, Ctrl-C) waits for the verdicts of its last pages while the run's writer
+        gives them, but not for ever (a writer that cannot commit would hold the stop): LIVENESS seconds."""
+        from newsdedup.distributed import LIVENESS
+
+        if self.crawler.crawling or not self.verdicts.waiting():
+            return
+        now = time.monotonic()
+        self._stopping_since = self._stopping_since or now
+        if now - self._stopping_since > LIVENESS:
+            logger.warning("distributed crawl: stopping without the verdicts of %d page(s)", self.verdicts.waiting())
+            self.verdicts.give_up()
 
     def _own_site_counters(self) -> dict[str, int]:
         counters = {}
@@ -293,7 +333,7 @@ class CrawlState:
             return  # another process writes
         self.store.refresh()  # article ids continue after the last writer's
         self._rebuild_indexes()
-        self.writer = StreamWriter(self, self.stream, self.urls)
+        self.writer = StreamWriter(self, self.stream, self.urls, self.verdicts)
         self._tasks.append(asyncio.ensure_future(self._write()))
         logger.info("distributed crawl: this process (%s) is the writer now", self.run.worker)
 
@@ -352,12 +392,14 @@ class CrawlState:
         tallies = runstats.tallies_of(stats.get_stats(), sites)
         had_links = {t.site: self.store.site_had_article_links(t.site) for t in tallies
                      if t.list_pages and not t.article_links}
-        verdict = judge(RunFacts(
+        self._facts = RunFacts(
             finish_reason=reason, sites=tallies, not_saved=not_saved, store_error=self.store_error,
             worker_lost=self.pool.lost if self.pool is not None else None, had_links_before=had_links,
             requests_lost=stats.get_value(jobdir.STATS_PREFIX + "requests_lost", 0),
             max_http_error_share=self.settings.max_http_error_share,
-        ))
+            output_failures=[*self.outputs.problems(), *feed_storage_failures(stats.get_stats())],
+        )
+        verdict = judge(self._facts)
         finished_at = iso(utc_now())
         for tally in tallies:
             self.store.add_site_run(SiteRunRecord(
@@ -373,13 +415,29 @@ class CrawlState:
                 logger.error("%s", exc)
         if self.run is not None:
             self.run.leave()
+        self._set_verdict(verdict, reason)
+        summary = runstats.format_summary(stats.get_stats(), sites)
+        logger.log(logging.INFO if verdict.code == ExitCode.OK else logging.WARNING, "%s", summary)
+
+    def _set_verdict(self, verdict: Verdict, reason: str) -> None:
+        stats = self.crawler.stats
         stats.set_value("newsdedup/run/exit_code", int(verdict.code))
         stats.set_value("newsdedup/run/verdict", verdict.name)
         stats.set_value("newsdedup/run/problems", verdict.problems)
         if verdict.code != ExitCode.OK and reason == "finished":
             stats.set_value("finish_reason", verdict.name)  # Scrapy's 'finished' would say all went well
-        summary = runstats.format_summary(stats.get_stats(), sites)
-        logger.log(logging.INFO if verdict.code == ExitCode.OK else logging.WARNING, "%s", summary)
+
+    def _feeds_closed(self) -> None:
+        """Scrapy stores the feeds after the spider closed, so after the summary: a feed it could not store changes
+        the verdict then (one more line in the log, the exit status)."""
+        failed = feed_storage_failures(self.crawler.stats.get_stats())
+        if self._facts is None or not failed or set(failed) <= set(self._facts.output_failures):
+            return
+        self._facts.output_failures = [*self._facts.output_failures, *failed]
+        verdict = judge(self._facts)
+        self._set_verdict(verdict, self._facts.finish_reason)
+        logger.warning("newsdedup run %s: exit status %d (%s)\n%s", self._facts.finish_reason, int(verdict.code),
+                       verdict.name, "\n".join(f"problem: {p}" for p in verdict.problems))
 
     def _rebuild_indexes(self) -> None:
         store = self.store

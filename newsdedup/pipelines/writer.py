@@ -5,7 +5,9 @@ Every process of the crawl extracts and fingerprints its pages and publishes the
 store's run lock is the writer: it reads the stream in order and hands each entry to the very stages a
 single-process crawl runs (failures, the analyse stage's bookkeeping, exact, near, store), so both modes make
 the same decisions with the same code. Entries are acknowledged only after the store committed their records;
-the URLs handled for good then go to the shared URL filter.
+the URLs handled for good then go to the shared URL filter, and the verdict on each analysed page (its status,
+story, the page it repeats..., or why it was dropped) to the run's verdict board, where the process that published
+the page waits for it (its store stage hands the verdict on to its item pipelines and feed exports).
 
 A process becomes the writer when it takes the lock (the previous writer finished or died): it first catches
 up with the store (article ids, the exact filter and the near-duplicate index rebuilt from committed rows),
@@ -20,7 +22,7 @@ import time
 
 from scrapy.exceptions import DropItem
 
-from newsdedup.analysis import PageSkipped
+from newsdedup.analysis import PageAnalysis, PageSkipped
 from newsdedup.dupefilter import url_key
 from newsdedup.items import ArticlePage, FetchFailure
 from newsdedup.retry import TRANSIENT_SKIPS
@@ -32,33 +34,43 @@ BATCH = 200  # entries read at a time; their records are committed together, the
 
 
 class StreamWriter:
-    def __init__(self, state, stream, urls) -> None:
+    def __init__(self, state, stream, urls, verdicts) -> None:
         self.state = state
         self.stream = stream
         self.urls = urls  # newsdedup.distributed.UrlFilter
+        self.verdicts = verdicts  # newsdedup.distributed.VerdictBoard
         self.applied = 0
         self.cpu_seconds = 0.0  # the writer's own work (apply and commit), for newsdedup/writer/* stats
         self._unacknowledged: list[bytes] = []
         self._handled: list[str] = []
+        self._verdicts: dict[str, dict] = {}  # entry id -> verdict, posted once the batch is committed
 
-    def apply(self, entry) -> None:
+    def apply(self, entry, entry_id: str | None = None) -> None:
         """One stream entry through the stages, as a single-process crawl would run it."""
         stages = self.state.stages
+        # The publisher of an analysed page waits for its verdict (a skip or a failed fetch has none to wait for).
+        awaited = entry_id is not None and isinstance(entry, tuple) and isinstance(entry[1], PageAnalysis)
         try:
             if isinstance(entry, FetchFailure):
                 stages["fetch"].record(entry)
                 return
             page, result = entry
             page = stages["extract"].accept(page, result)
-            for name in ("exact", "near", "store"):
+            for name in ("exact", "near"):
                 if name in stages:
                     page = stages[name].process_item(page)
+            if "store" in stages:
+                page = stages["store"].record(page)
             self._handled.append(page.url)
+            if awaited:
+                self._verdicts[entry_id] = page.verdict()
         except DropItem as dropped:
             level = getattr(dropped, "log_level", None) or "INFO"
             logger.log(logging.getLevelName(level) if isinstance(level, str) else level, "Dropped: %s", dropped)
             if isinstance(entry, tuple) and _done_for_good(entry, dropped):
                 self._handled.append(entry[0].url)
+            if awaited:
+                self._verdicts[entry_id] = {"dropped": str(dropped), "log_level": level}
         finally:
             self.applied += 1
 
@@ -67,7 +79,7 @@ class StreamWriter:
         batch = self.stream.pending(BATCH) if pending else self.stream.new(BATCH)
         started = time.thread_time()
         for entry_id, entry in batch:
-            self.apply(entry)
+            self.apply(entry, entry_id.decode())
             self._unacknowledged.append(entry_id)
         self.commit()
         self.cpu_seconds += time.thread_time() - started
@@ -84,10 +96,14 @@ class StreamWriter:
             # or, if this process dies, applied again by the next writer.
             logger.error("%s (the writer tries again)", exc)
             return False
+        # The verdicts before the acknowledgement: entries acknowledged without them would leave their publishers
+        # waiting; posted twice (this writer dies first, the next applies the entries again), the second is moot.
+        self.verdicts.post(self._verdicts)
         self.urls.add(url_key(url) for url in self._handled)
         self.stream.done(self._unacknowledged)
         self._unacknowledged.clear()
         self._handled.clear()
+        self._verdicts.clear()
         return True
 
     async def run(self, still_writer) -> None:

@@ -56,6 +56,9 @@ class RepeatRecord:
     fetched_at: str
     fingerprint: bytes
     repeat_of: str  # URL of the stored article it repeats
+    # The story it joins (the repeated article's), when the crawl knows it; not a column: the table derives it
+    # from repeat_of. It lets origin_of() see the repeats of the open batch.
+    cluster_id: int | None = None
 
 
 @dataclass
@@ -252,6 +255,11 @@ class ArticleStore(Protocol):
         ...
 
     def url_of(self, article_id: int) -> str | None: ...
+
+    def origin_of(self, cluster_id: int) -> str | None:
+        """URL of the story's origin (its copy published first, newsdedup.origin) among the pages stored so far,
+        committed or in the open batch; None for a story with no page stored."""
+        ...
 
     def iter_fingerprints(self, *, since: str | None = None) -> Iterator[bytes]:
         """Exact-text fingerprints of stored articles; with ``since``, of clusters active since then."""

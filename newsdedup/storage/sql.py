@@ -353,6 +353,8 @@ class SQLStore:
         # Fingerprints and URLs of not-yet-committed articles and repeats, so lookups see the open batch too.
         self._pending_by_fingerprint: dict[bytes, StoredRef] = {}
         self._pending_urls: set[str] = set()
+        # The earliest-published member of each story among the not-yet-committed articles and repeats (origin_of).
+        self._pending_origins: dict[int, _Member] = {}
         # After a failed commit the next attempt waits until another batch has gathered.
         self._flush_at = batch_size
         self._committed: Counter = Counter()
@@ -412,12 +414,21 @@ class SQLStore:
         self._pending_by_fingerprint.setdefault(
             record.fingerprint, StoredRef(record.id, record.url, record.cluster_id)
         )
+        self._note_member(record.cluster_id, record)
         self._maybe_flush()
 
     def add_repeat(self, record: RepeatRecord) -> None:
         self._pending_repeats.append(record)
         self._pending_urls.add(record.url)
+        self._note_member(record.cluster_id, record)
         self._maybe_flush()
+
+    def _note_member(self, cluster_id: int | None, record: ArticleRecord | RepeatRecord) -> None:
+        if cluster_id is None:
+            return
+        member = _Member(record.url, dated(record)[0], record.fetched_at)
+        known = self._pending_origins.get(cluster_id)
+        self._pending_origins[cluster_id] = member if known is None else earliest((known, member))
 
     def add_skipped(self, record: SkippedRecord) -> None:
         self._pending_skipped.append(record)
@@ -471,6 +482,7 @@ class SQLStore:
         self._pending_site_runs.clear()
         self._pending_by_fingerprint.clear()
         self._pending_urls.clear()
+        self._pending_origins.clear()
         self._flush_at = self.batch_size
 
     def _not_saved(self, exc: Exception) -> str:
@@ -552,6 +564,18 @@ class SQLStore:
                 return record.url
         row = self._read("SELECT url FROM articles WHERE id = ?", (article_id,)).fetchone()
         return row[0] if row else None
+
+    def origin_of(self, cluster_id: int) -> str | None:
+        members = [self._pending_origins[cluster_id]] if cluster_id in self._pending_origins else []
+        row = self._read(
+            """SELECT c.origin_url, c.origin_dated_at, COALESCE(a.fetched_at, r.fetched_at) FROM clusters c
+               LEFT JOIN articles a ON a.url = c.origin_url LEFT JOIN repeats r ON r.url = c.origin_url
+               WHERE c.cluster_id = ?""",
+            (cluster_id,),
+        ).fetchone()
+        if row is not None and row[2] is not None:
+            members.append(_Member(*row))
+        return earliest(members).url if members else None
 
     def iter_fingerprints(self, *, since: str | None = None) -> Iterator[bytes]:
         if since is None:
