@@ -40,6 +40,8 @@ class ArticleRecord:
     spots: bytes | None = None
     score: float | None = None  # the method's own figure for the match, named by measure
     measure: str | None = None  # jaccard | containment | hamming | cosine
+    # ``url`` is the site's canonical URL of the article (newsdedup.discovery.canonical); this is the one fetched.
+    fetched_url: str | None = None
 
 
 @dataclass
@@ -56,6 +58,7 @@ class RepeatRecord:
     fetched_at: str
     fingerprint: bytes
     repeat_of: str  # URL of the stored article it repeats
+    fetched_url: str | None = None  # as in ArticleRecord
 
 
 @dataclass
