@@ -27,7 +27,8 @@ Four kinds (README.md, *Site file*)::
     kind = "sitemap"
     url = "https://www.example.com/robots.txt"
 
-``url`` may hold ``{page}`` (Python's format: ``{page:02d}`` pads), filled from ``first_page`` (default 1) on;
+``url`` may hold ``{page}`` (Python's format: ``{page:02d}`` pads), filled from ``first_page`` (default 1) on, and
+``{offset}``, ``(page - first_page) * page_size`` for feeds that count items (``offset=0&limit=20``);
 ``first_url`` gives a first page that does not follow the pattern (163's ``cm_guonei.js`` before
 ``cm_guonei_02.js``). :class:`Pager` decides which page comes next: paging stops at the first page that brings no
 article link the URL filter does not already know, at an empty page, or at ``max_pages``.
@@ -62,7 +63,7 @@ HTML_LINKS = "html"
 SCRIPT_LINKS = "scripts"
 DEFAULT_MAX_PAGES = 10
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_COMMON_KEYS = ("name", "kind", "url", "first_url", "first_page", "max_pages")
+_COMMON_KEYS = ("name", "kind", "url", "first_url", "first_page", "page_size", "max_pages")
 _ITEM_KEYS = ("items", "link", "link_template", "title", "time")
 _KEYS_OF_KIND = {
     "json": _COMMON_KEYS + _ITEM_KEYS,
@@ -93,6 +94,7 @@ class ListSource:
     url: str
     first_url: str | None = None
     first_page: int = 1
+    page_size: int = 0  # items a page, for {offset}
     max_pages: int = DEFAULT_MAX_PAGES
     items: ParsedResult | None = None
     link: ParsedResult | None = None
@@ -103,12 +105,16 @@ class ListSource:
 
     @property
     def paged(self) -> bool:
-        return "{page" in self.url
+        return "{page" in self.url or "{offset" in self.url
 
     def page_url(self, page: int) -> str:
         if page == self.first_page and self.first_url:
             return self.first_url
-        return self.url.format(page=page) if self.paged else self.url
+        return _fill(self.url, page, self.first_page, self.page_size) if self.paged else self.url
+
+
+def _fill(template: str, page: int, first_page: int, page_size: int) -> str:
+    return template.format(page=page, offset=(page - first_page) * page_size)
 
 
 class Pager:
@@ -136,6 +142,15 @@ class Pager:
             if new == 0:
                 return self._stop(STOP_NOTHING_NEW)
         return self._next()
+
+    def past_the_end(self) -> bool:
+        """Whether a page that does not exist (HTTP 404) ends the source: a paged feed past its first page has no
+        more pages (163's numbered list files end so). The source then stops, as at an empty page."""
+        if self.source.paged and self.page > self.source.first_page and not self.queued:
+            self.pages += 1
+            self._stop(STOP_END)
+            return True
+        return False
 
     def page_failed(self) -> str | None:
         """A page could not be fetched or read: the next queued sitemap, else the source stops."""
@@ -205,9 +220,12 @@ def _parse_source(entry: dict, where: str, allowed_domains: Sequence[str], max_p
     first_page = _integer(entry, "first_page", where, 1, minimum=0)
     fields["first_page"] = first_page
     fields["max_pages"] = _integer(entry, "max_pages", where, max_pages, minimum=1)
-    fields["url"] = _url(entry, "url", where, allowed_domains, first_page, required=True)
+    page_size = fields["page_size"] = _integer(entry, "page_size", where, 0, minimum=0)
+    fields["url"] = _url(entry, "url", where, allowed_domains, first_page, page_size)
+    if "{offset" in fields["url"] and not page_size:
+        raise SourceConfigError(f"{where}: url has {{offset}}: give page_size, the number of items a page")
     if "first_url" in entry:
-        fields["first_url"] = _url(entry, "first_url", where, allowed_domains, first_page, required=True)
+        fields["first_url"] = _url(entry, "first_url", where, allowed_domains, first_page, page_size)
     if kind in ("json", "page_data"):
         if ("link" in entry) == ("link_template" in entry):
             raise SourceConfigError(
@@ -237,17 +255,17 @@ def _integer(entry: dict, key: str, where: str, default: int, *, minimum: int) -
     return value
 
 
-def _url(entry: dict, key: str, where: str, allowed_domains: Sequence[str], first_page: int, *, required: bool) -> str:
+def _url(entry: dict, key: str, where: str, allowed_domains: Sequence[str], first_page: int, page_size: int) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value.strip():
         raise SourceConfigError(f"{where}: {key} must be a URL (a string), got {value!r}")
     value = value.strip()
     try:
-        filled = value.format(page=first_page)
+        filled = _fill(value, first_page, first_page, page_size)
     except (KeyError, IndexError, ValueError) as exc:
         raise SourceConfigError(
-            f"{where}: {key} {value!r} cannot be filled in ({type(exc).__name__}: {exc}); only {{page}} is filled "
-            "(write a literal brace as {{ or }})"
+            f"{where}: {key} {value!r} cannot be filled in ({type(exc).__name__}: {exc}); only {{page}} and {{offset}} "
+            "are filled (write a literal brace as {{ or }}, or %7B %7D)"
         ) from None
     parts = urlsplit(filled)
     if parts.scheme not in ("http", "https") or not parts.hostname:

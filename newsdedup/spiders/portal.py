@@ -216,11 +216,13 @@ class PortalSpider(scrapy.Spider):
 
     def _read_source(self, response: Response, source: ListSource) -> tuple[list[Listed], list[str]]:
         body = response.body
-        encoding = response.encoding if isinstance(response, TextResponse) else None
+        # Only a charset the server declares: Scrapy's guess for a script or JSON body without one is cp1252, which
+        # reads GBK (163's list files) without an error and garbles the titles.
+        encoding = declared_charset(response)
         if source.kind == "json":
             return payloads.json_items(payloads.json_document(body, encoding), source), []
         if source.kind == "page_data":
-            text = response.text if isinstance(response, TextResponse) else payloads.decode(body, None)
+            text = response.text if isinstance(response, TextResponse) else payloads.decode(body, encoding)
             assert source.variable is not None
             return payloads.json_items(payloads.page_data(text, source.variable), source), []
         if source.kind == "feed":
@@ -258,11 +260,14 @@ class PortalSpider(scrapy.Spider):
         request = failure.request
         site, source = request.cb_kwargs["site"], request.cb_kwargs["source"]
         kind, detail = classify_failure(failure)
+        pager = self._pagers[(site, source)]
+        if kind == "http_404" and pager.past_the_end():
+            self._source_stopped(site, source, pager)
+            return
         if kind not in ("robots", "ignored"):
             self._count(site, runstats.LIST_FAILED)
         self._source_failure(site, source, "robots_forbidden" if kind == "robots" else kind,
                              f"{request.url} could not be fetched: {detail}")
-        pager = self._pagers[(site, source)]
         next_url = pager.page_failed()
         if next_url is not None:
             yield self._source_request(next_url, site, pager.source)
@@ -272,10 +277,7 @@ class PortalSpider(scrapy.Spider):
     def parse_article(self, response: Response, site: str):
         self.crawler.stats.inc_value("newsdedup/crawl/article_pages")
         self._count(site, runstats.FETCHED)
-        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
-        declared = None
-        if "charset=" in content_type.lower():
-            declared = content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip("\"'") or None
+        declared = declared_charset(response)
         config = self.sites_by_name[site]
         listed_title, listed_at = response.meta.get(LISTED_META_KEY, (None, None))
         yield ArticlePage(
@@ -328,6 +330,14 @@ class PortalSpider(scrapy.Spider):
                     site.name, self._links_total[site.name], list_pages,
                     ", for example: " + ", ".join(seen) if seen else "",
                 )
+
+
+def declared_charset(response: Response) -> str | None:
+    """The charset of the response's Content-Type header, if it names one."""
+    content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+    if "charset=" not in content_type:
+        return None
+    return content_type.split("charset=", 1)[1].split(";")[0].strip().strip("\"'") or None
 
 
 def classify_failure(failure: Failure) -> tuple[str, str]:
