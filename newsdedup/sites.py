@@ -10,6 +10,10 @@ The site file is TOML (README.md, *Site file*), one ``[[site]]`` table per porta
     follow_url_pattern = 'https?://news\\.sina\\.com\\.cn/roll/'      # optional
     remove_selectors = [".blk-related", ".blk-comment"]             # optional
 
+A site may also declare list sources beyond its list pages (``[[site.sources]]``: JSON/JSONP feeds, page data,
+RSS/Atom, sitemaps) and its canonical URL form (``[site.canonical]``); :mod:`newsdedup.discovery` validates and
+reads them.
+
 ``load_sites`` reads and validates the whole file up front and raises ``SiteConfigError``
 naming the file, the entry and the fix, so a typo fails before any request is sent.
 

@@ -24,6 +24,8 @@ ELSEWHERE = {
     "pip install": "installs packages",
     "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
     "tests/test_crawl_e2e.py runs the same command against a local portal",
+    "scrapy crawl portal -a sites=my-sites.toml": "a user's own portal (no internet here); "
+    "tests/test_discovery_crawl.py crawls a local portal of JSON, JSONP, page-data, RSS and sitemap lists",
     "newsdedup eval": "CI runs it on the shared data",
     "newsdedup monitor": "runs until stopped; tests/test_schedules.py runs it",
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",
