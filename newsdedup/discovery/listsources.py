@@ -118,14 +118,23 @@ def _fill(template: str, page: int, first_page: int, page_size: int) -> str:
 
 
 class Pager:
-    """Which page of one source comes next, in one run (pure bookkeeping; the spider fetches)."""
+    """Which page of one source comes next (pure bookkeeping; the spider fetches).
 
-    def __init__(self, source: ListSource) -> None:
+    Its state travels with each page's request (:meth:`state`, given back to the constructor when the page is
+    answered), not in the process that sent it: in a distributed crawl another process may receive the page, and a
+    resumed ``JOBDIR`` crawl picks the paging up where it was."""
+
+    def __init__(self, source: ListSource, *, page: int | None = None, pages: int = 0,
+                 queued: Sequence[str] = ()) -> None:
         self.source = source
-        self.pages = 0  # pages answered (read or failed)
-        self.page = source.first_page
-        self.queued: deque[str] = deque()  # sitemaps an index or robots.txt named, not fetched yet
+        self.pages = pages  # pages answered (read or failed)
+        self.page = source.first_page if page is None else page
+        self.queued: deque[str] = deque(queued)  # sitemaps an index or robots.txt named, not fetched yet
         self.stop_reason: str | None = None
+
+    def state(self) -> dict[str, Any]:
+        """What a page's request carries, to resume the paging with when it is answered."""
+        return {"page": self.page, "pages": self.pages, "queued": list(self.queued)}
 
     def next_url(self) -> str:
         """The first page's URL."""

@@ -74,10 +74,9 @@ class PortalSpider(scrapy.Spider):
         self._article_links: dict[str, set[str]] = {s.name: set() for s in self.sites}
         self._links_seen: dict[str, list[str]] = {s.name: [] for s in self.sites}
         self._links_total: dict[str, int] = dict.fromkeys(self.sites_by_name, 0)
-        # Per (site, source): the article links it found this run, and its paging.
+        # Per (site, source): the article links it found this run (its paging travels with its requests: Pager).
         self._source_links: dict[tuple[str, str], set[str]] = {}
         self._source_listed: dict[tuple[str, str], list[str]] = {}  # a few of the URLs it listed, for its warning
-        self._pagers: dict[tuple[str, str], Pager] = {}
 
     def _count(self, site: str, name: str, n: int = 1) -> None:
         self.crawler.stats.inc_value(runstats.site_key(site, name), n)
@@ -94,17 +93,22 @@ class PortalSpider(scrapy.Spider):
             for source in site.sources:
                 for name in (runstats.SOURCE_LINKS, runstats.SOURCE_PAGES):
                     self._count_source(site.name, source.name, name, 0)
-                pager = self._pagers[(site.name, source.name)] = Pager(source)
-                yield self._source_request(pager.next_url(), site.name, source, dont_filter=not distributed)
+                pager = Pager(source)
+                yield self._source_request(pager.next_url(), site.name, pager, dont_filter=not distributed)
 
     def _count_source(self, site: str, source: str, name: str, n: int = 1) -> None:
         self.crawler.stats.inc_value(runstats.source_key(site, source, name), n)
 
-    def _source_request(self, url: str, site: str, source: ListSource, *, dont_filter: bool = False) -> scrapy.Request:
+    def _source_request(self, url: str, site: str, pager: Pager, *, dont_filter: bool = False) -> scrapy.Request:
         return scrapy.Request(
             url, callback=self.parse_source, errback=self.source_failed,
-            cb_kwargs={"site": site, "source": source.name}, meta={SITE_META_KEY: site}, dont_filter=dont_filter,
+            cb_kwargs={"site": site, "source": pager.source.name, "paging": pager.state()},
+            meta={SITE_META_KEY: site}, dont_filter=dont_filter,
         )
+
+    def _pager(self, site: str, source: str, paging: dict) -> Pager:
+        declared = next(s for s in self.sites_by_name[site].sources if s.name == source)
+        return Pager(declared, **paging)
 
     def _list_request(self, url: str, site: str, *, dont_filter: bool = False) -> scrapy.Request:
         return scrapy.Request(
@@ -177,14 +181,14 @@ class PortalSpider(scrapy.Spider):
                               cb_kwargs={"site": target.name}, meta=meta)
 
     # -- list sources -------------------------------------------------------------------------------------
-    def parse_source(self, response: Response, site: str, source: str):
+    def parse_source(self, response: Response, site: str, source: str, paging: dict):
         # A source's pages follow one another and each is as deep as a start page: its length is bounded by
         # max_pages, not DEPTH_LIMIT (Scrapy's depth middleware gives what is yielded here this depth + 1).
         response.meta["depth"] = 0
         self._count(site, runstats.LIST_PAGES)
         self._count_source(site, source, runstats.SOURCE_PAGES)
         current = self.sites_by_name[site]
-        pager = self._pagers[(site, source)]
+        pager = self._pager(site, source, paging)
         try:
             listed, sitemaps_named = self._read_source(response, pager.source)
         except SourceError as exc:
@@ -210,7 +214,7 @@ class PortalSpider(scrapy.Spider):
                 yield self._article_request(url, target[0], site, source, listed=entry)
             next_url = pager.page_done(links=links, new=new, children=[response.urljoin(u) for u in sitemaps_named])
         if next_url is not None:
-            yield self._source_request(next_url, site, pager.source)
+            yield self._source_request(next_url, site, pager)
         else:
             self._source_stopped(site, source, pager)
 
@@ -260,7 +264,7 @@ class PortalSpider(scrapy.Spider):
         request = failure.request
         site, source = request.cb_kwargs["site"], request.cb_kwargs["source"]
         kind, detail = classify_failure(failure)
-        pager = self._pagers[(site, source)]
+        pager = self._pager(site, source, request.cb_kwargs["paging"])
         if kind == "http_404" and pager.past_the_end():
             self._source_stopped(site, source, pager)
             return
@@ -270,7 +274,7 @@ class PortalSpider(scrapy.Spider):
                              f"{request.url} could not be fetched: {detail}")
         next_url = pager.page_failed()
         if next_url is not None:
-            yield self._source_request(next_url, site, pager.source)
+            yield self._source_request(next_url, site, pager)
         else:
             self._source_stopped(site, source, pager)
 
