@@ -103,7 +103,9 @@ class PortalSpider(scrapy.Spider):
         return scrapy.Request(
             url, callback=self.parse_source, errback=self.source_failed,
             cb_kwargs={"site": site, "source": pager.source.name, "paging": pager.state()},
-            meta={SITE_META_KEY: site}, dont_filter=dont_filter,
+            # A source's pages follow one another, each as deep as a start page: their number is bounded by
+            # max_pages, not DEPTH_LIMIT, and the articles they list are one step deep.
+            meta={SITE_META_KEY: site, "depth_reset": True}, dont_filter=dont_filter,
         )
 
     def _pager(self, site: str, source: str, paging: dict) -> Pager:
@@ -182,9 +184,6 @@ class PortalSpider(scrapy.Spider):
 
     # -- list sources -------------------------------------------------------------------------------------
     def parse_source(self, response: Response, site: str, source: str, paging: dict):
-        # A source's pages follow one another and each is as deep as a start page: its length is bounded by
-        # max_pages, not DEPTH_LIMIT (Scrapy's depth middleware gives what is yielded here this depth + 1).
-        response.meta["depth"] = 0
         self._count(site, runstats.LIST_PAGES)
         self._count_source(site, source, runstats.SOURCE_PAGES)
         current = self.sites_by_name[site]
