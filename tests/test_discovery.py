@@ -261,3 +261,26 @@ def test_a_schema_4_database_gets_fetched_url_filled_with_its_urls(store_uri):
         ("http://a/1", "http://a/1"), ("http://www.example.com/a/2", "http://www.example.com/a/2"),
         ("http://www.example.com/a/3", "http://m.example.com/a/3")]
     assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [("5",)]
+
+
+# -- real pages ---------------------------------------------------------------------------------------------
+@pytest.mark.shared_data
+def test_the_script_scan_finds_article_links_real_163_and_ifeng_pages_hold_in_scripts(shared_data: Path):
+    """Saved 163 pages (gne) list related and recommended articles from script data, not <a href>: the scan finds
+    them. ifeng's scripts repeat its links with a #fragment tracking the click: folded into the same URLs."""
+    import parsel
+
+    def scan(name: str, pages: list[str]) -> tuple[set[str], set[str]]:
+        site, in_scripts, in_hrefs = SHIPPED[name], set(), set()
+        for page in pages:
+            selector = parsel.Selector((shared_data / "gne" / page).read_bytes().decode("utf-8"))
+            base = "https://www.example.com/"
+            in_hrefs |= {site.canonical.apply(urljoin(base, h)) for h in selector.css("a::attr(href)").getall()}
+            urls = payloads.urls_in_scripts(selector.xpath("//script/text()").getall(), base)
+            in_scripts |= {site.canonical.apply(url) for url in urls if site.is_article(url)}
+        return in_scripts, in_hrefs
+
+    scripts_163, hrefs_163 = scan("163", ["tests/163/1.html", "tests/163/8.html", "visiable_test/163/1.html"])
+    assert len(scripts_163 - hrefs_163) >= 15, scripts_163 - hrefs_163
+    scripts_ifeng, hrefs_ifeng = scan("ifeng", ["tests/ifeng/1.html", "tests/ifeng/2.html"])
+    assert len(scripts_ifeng) >= 8 and not [url for url in scripts_ifeng if "#" in url], scripts_ifeng
