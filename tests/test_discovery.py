@@ -98,6 +98,30 @@ def test_canonical_rules_fold_twins_and_tracking_into_one_url():
     assert kept.canonical.apply("https://m.example.com/a/1?x=1#c") == "https://www.example.com/a/1?x=1"
 
 
+# -- the summary and the exit status -------------------------------------------------------------------
+def test_the_summary_counts_links_by_source_only_where_a_source_found_any_and_a_failed_source_fails_the_run():
+    from newsdedup.runstats import format_table, source_key, tallies_of
+    from newsdedup.verdict import ExitCode, RunFacts, judge
+
+    stats = {"newsdedup/site/a/list_pages": 3, "newsdedup/site/a/article_links": 9, "newsdedup/site/a/fetched": 9,
+             "newsdedup/site/a/unique": 9, source_key("a", "roll", "links"): 8, source_key("a", "roll", "pages"): 2,
+             source_key("a", "roll", "stopped"): "nothing_new", source_key("a", "html", "links"): 1,
+             source_key("a", "rss", "links"): 0, source_key("a", "rss", "pages"): 1,
+             source_key("a", "rss", "failed/not_a_feed"): 1, source_key("a", "rss", "error"): "http://x/rss: not RSS",
+             "newsdedup/site/b/list_pages": 1, "newsdedup/site/b/article_links": 2, "newsdedup/site/b/fetched": 2,
+             "newsdedup/site/b/unique": 2, source_key("b", "html", "links"): 2}
+    a, b = tallies_of(stats)
+    lines = format_table([a, b]).splitlines()
+    assert lines[2].strip().split("; ") == ["links by source: roll 8 in 2 pages (stopped: nothing_new), html 1, rss 0 in 1 page",
+                                    "sources failed: rss (not_a_feed 1)"]
+    assert lines[2].startswith(" " * 4) and lines[3].split()[0] == "b" and len(lines) == 4  # b: <a href> only
+    verdict = judge(RunFacts("finished", [a, b]))
+    assert verdict.code == ExitCode.SITE_FAILED
+    assert verdict.problems == ["site a: list source rss failed (not_a_feed 1): http://x/rss: not RSS; "
+                                "the site's other lists were crawled"]
+    assert judge(RunFacts("finished", [b])).code == ExitCode.OK
+
+
 # -- payloads -------------------------------------------------------------------------------------------
 def test_a_feed_answering_html_a_bad_json_or_a_page_without_its_data_is_a_named_failure():
     login = "<!DOCTYPE html><html><head><title>安全验证</title></head><body>请完成验证</body></html>".encode()
