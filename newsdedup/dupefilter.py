@@ -51,12 +51,17 @@ class KnownArticles:
 
     crawler = None
 
-    def _known_article(self, request: Request) -> bool:
+    def _known_article(self, url: str, *, count: bool = True) -> bool:
         raise NotImplementedError
+
+    def knows_article(self, url: str) -> bool:
+        """Whether an earlier run handled the article at ``url``; nothing is counted (the spider asks it to decide
+        whether a list feed's next page is worth fetching)."""
+        return self._known_article(url, count=False)
 
     def _filter_article(self, request: Request, seen_in_run) -> bool | None:
         """True: known from an earlier run (filtered and counted); None: not an article or not known."""
-        if not request.meta.get(ARTICLE_META_KEY) or not self._known_article(request):
+        if not request.meta.get(ARTICLE_META_KEY) or not self._known_article(request.url):
             return None
         self.crawler.stats.inc_value("newsdedup/urlfilter/filtered")
         site = request.meta.get(SITE_META_KEY)
@@ -69,9 +74,10 @@ class KnownArticles:
             return True
         return super().request_seen(request)  # type: ignore[misc]
 
-    def _known_before_window(self, store, request: Request) -> bool:
-        if store is not None and store.knows_url(request.url):
-            self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
+    def _known_before_window(self, store, url: str, count: bool) -> bool:
+        if store is not None and store.knows_url(url):
+            if count:
+                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
             return True
         return False
 
@@ -111,11 +117,11 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         self.crawler.stats.set_value("newsdedup/urlfilter/known", len(urls))
         logger.info("URL filter: %d article pages known from earlier runs", len(urls))
 
-    def _known_article(self, request: Request) -> bool:
+    def _known_article(self, url: str, *, count: bool = True) -> bool:
         if self.seen_articles is None:
             return False
         # A link the Bloom filter has not seen may have been handled before the retention window.
-        return url_key(request.url) in self.seen_articles or self._known_before_window(self.store, request)
+        return url_key(url) in self.seen_articles or self._known_before_window(self.store, url, count)
 
     def close(self, reason: str) -> None:
         if self.store is not None:

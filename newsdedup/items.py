@@ -29,6 +29,11 @@ class ArticlePage:
     remove_selectors: tuple[str, ...] = ()
     # True when the page is read a second time, its site's template now warm (see pipelines/analyse.py).
     reread: bool = False
+    # The URL the page came from when ``url`` is its site's canonical form of it (newsdedup.discovery.canonical).
+    fetched_url: str | None = None
+    # What a list feed said of the article (title, ISO 8601 time): used when the page itself gives none.
+    listed_title: str | None = None
+    listed_at: str | None = None
     # Filled in by the pipelines.
     ticket: int | None = field(default=None, repr=False)
     analysis: Any = field(default=None, repr=False)

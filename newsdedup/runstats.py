@@ -42,11 +42,20 @@ LOST = "lost"  # fetched but never recorded (the worker pool was lost, a pipelin
 # from LOST because a stopped crawl (SIGTERM, Ctrl-C) leaves them by design: that is the interruption's cost, not a
 # failure of its own. The next run fetches them again.
 HELD_AT_STOP = "held_at_stop"
+# Per list source (newsdedup.discovery): source/<name>/links (distinct article links it found), pages (pages
+# answered), failed/<reason>, stopped (why it stopped paging) and error (its first failure, for the summary).
+# "html" and "scripts" name the links found in <a href> and in the scripts of list pages.
+SOURCE_LINKS, SOURCE_PAGES, SOURCE_STOPPED, SOURCE_ERROR = "links", "pages", "stopped", "error"
 
 
 def site_key(site: str, name: str) -> str:
     """The stats key of a per-site counter, e.g. ``newsdedup/site/sina/skipped/too_short``."""
     return f"{SITE_PREFIX}{site}/{name}"
+
+
+def source_key(site: str, source: str, name: str) -> str:
+    """The stats key of a list source's counter, e.g. ``newsdedup/site/sina/source/roll/links``."""
+    return site_key(site, f"source/{source}/{name}")
 
 
 def sites_in(stats: Mapping[str, object]) -> list[str]:
@@ -56,6 +65,48 @@ def sites_in(stats: Mapping[str, object]) -> list[str]:
         if key.startswith(SITE_PREFIX):
             seen.setdefault(key[len(SITE_PREFIX):].split("/", 1)[0], None)
     return list(seen)
+
+
+@dataclass
+class SourceTally:
+    name: str
+    links: int = 0
+    pages: int = 0
+    failed: collections.Counter = field(default_factory=collections.Counter)
+    stopped: str | None = None
+    error: str | None = None
+
+    @property
+    def failed_total(self) -> int:
+        return sum(self.failed.values())
+
+    def describe(self) -> str:
+        text = f"{self.name} {self.links}"
+        if self.pages:
+            text += f" in {self.pages} page{'s' if self.pages != 1 else ''}"
+        if self.stopped and self.stopped != "end":
+            text += f" (stopped: {self.stopped})"
+        return text
+
+
+def _sources_of(stats: Mapping[str, object], prefix: str) -> dict[str, SourceTally]:
+    sources: dict[str, SourceTally] = {}
+    for key, value in stats.items():
+        if not key.startswith(prefix):
+            continue
+        name, _, what = key[len(prefix):].partition("/")
+        tally = sources.setdefault(name, SourceTally(name))
+        if what == SOURCE_LINKS and isinstance(value, int):
+            tally.links = value
+        elif what == SOURCE_PAGES and isinstance(value, int):
+            tally.pages = value
+        elif what.startswith("failed/") and isinstance(value, int):
+            tally.failed[what.split("/", 1)[1]] = value
+        elif what == SOURCE_STOPPED:
+            tally.stopped = str(value)
+        elif what == SOURCE_ERROR:
+            tally.error = str(value)
+    return sources
 
 
 @dataclass
@@ -76,6 +127,7 @@ class SiteTally:
     held_at_stop: int = 0
     skipped: collections.Counter = field(default_factory=collections.Counter)
     failed: collections.Counter = field(default_factory=collections.Counter)
+    sources: dict[str, SourceTally] = field(default_factory=dict)
 
     @classmethod
     def from_stats(cls, stats: Mapping[str, object], site: str) -> SiteTally:
@@ -90,6 +142,7 @@ class SiteTally:
             held_at_stop=values.get(HELD_AT_STOP, 0),
             skipped=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("skipped/")}),
             failed=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("failed/")}),
+            sources=_sources_of(stats, prefix + "source/"),
         )
 
     @property
@@ -147,6 +200,12 @@ def format_table(tallies: Iterable[SiteTally]) -> str:
             details.append(f"skipped: {_by_count(tally.skipped)}")
         if tally.failed:
             details.append(f"failed: {_by_count(tally.failed)}")
+        # Only where something besides <a href> found links, so a plain site's summary stays as it was.
+        if any(name != "html" for name in tally.sources):
+            details.append("links by source: " + ", ".join(t.describe() for t in tally.sources.values()))
+        broken = {name: t for name, t in tally.sources.items() if t.failed}
+        if broken:
+            details.append("sources failed: " + ", ".join(f"{name} ({_by_count(t.failed)})" for name, t in broken.items()))
         for label, value in (("robots.txt forbids", tally.robots_forbidden), ("ignored", tally.ignored),
                              ("not fetched (the crawl stopped before them)", tally.not_fetched),
                              ("list links not followed (DEPTH_LIMIT)", tally.depth_limited),
@@ -175,4 +234,4 @@ def format_summary(stats: Mapping[str, object], sites: Iterable[str] | None = No
     return "\n".join(lines)
 
 
-__all__ = ["SiteTally", "format_summary", "format_table", "site_key", "sites_in", "tallies_of"]
+__all__ = ["SiteTally", "SourceTally", "source_key", "format_summary", "format_table", "site_key", "sites_in", "tallies_of"]

@@ -115,8 +115,8 @@ class SharedArticlesDupeFilter(KnownArticles, RedisRFPDupeFilter):
         self.store = open_store(self.storage_uri)
         self.store.open()
 
-    def _known_article(self, request: Request) -> bool:
-        return url_key(request.url) in self.urls or self._known_before_window(self.store, request)
+    def _known_article(self, url: str, *, count: bool = True) -> bool:
+        return url_key(url) in self.urls or self._known_before_window(self.store, url, count)
 
     def close(self, reason: str = "") -> None:
         """Keeps the shared key (the run's other processes use it; it expires with the run)."""

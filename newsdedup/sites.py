@@ -10,6 +10,10 @@ The site file is TOML (docs/site-file.md), one ``[[site]]`` table per portal::
     follow_url_pattern = 'https?://news\\.sina\\.com\\.cn/roll/'      # optional
     remove_selectors = [".blk-related", ".blk-comment"]             # optional
 
+A site may also declare list sources beyond its list pages (``[[site.sources]]``: JSON/JSONP feeds, page data,
+RSS/Atom, sitemaps) and its canonical URL form (``[site.canonical]``); :mod:`newsdedup.discovery` validates and
+reads them.
+
 ``load_sites`` reads and validates the whole file up front and raises ``SiteConfigError``
 naming the file, the entry and the fix, so a typo fails before any request is sent.
 
@@ -42,6 +46,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import cssselect
 
+from newsdedup.discovery.canonical import IDENTITY, CanonicalRules, parse_canonical
+from newsdedup.discovery.listsources import DEFAULT_MAX_PAGES, ListSource, SourceConfigError, parse_sources
+
 __all__ = [
     "SiteConfig",
     "SiteConfigError",
@@ -51,7 +58,8 @@ __all__ = [
 ]
 
 _REQUIRED_KEYS = ("name", "start_urls", "allowed_domains", "article_url_pattern")
-_OPTIONAL_KEYS = ("follow_url_pattern", "remove_selectors")
+# sources, canonical and max_source_pages: newsdedup.discovery (list feeds, page data, RSS, sitemaps; one URL an article).
+_OPTIONAL_KEYS = ("follow_url_pattern", "remove_selectors", "sources", "canonical", "max_source_pages")
 _KNOWN_KEYS = _REQUIRED_KEYS + _OPTIONAL_KEYS
 # A name is passed on the command line (-a site=NAME) and appears in stats and stored rows.
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -91,6 +99,8 @@ class SiteConfig:
     article_url_pattern: re.Pattern[str]
     follow_url_pattern: re.Pattern[str] | None
     remove_selectors: tuple[str, ...]
+    sources: tuple[ListSource, ...] = ()
+    canonical: CanonicalRules = IDENTITY
 
     def is_article(self, url: str) -> bool:
         """Whether ``url`` is an article page of this portal (whole-URL match, see module doc)."""
@@ -203,7 +213,8 @@ def _parse_entry(entry: Any, *, source: str, index: int) -> SiteConfig:
         raise SiteConfigError(
             f"{where}: unknown key(s) {', '.join(hints)}; known keys: {', '.join(_KNOWN_KEYS)}"
         )
-    missing = [key for key in _REQUIRED_KEYS if key not in entry]
+    # A site whose lists are all feeds or sitemaps needs no start page.
+    missing = [key for key in _REQUIRED_KEYS if key not in entry and not (key == "start_urls" and "sources" in entry)]
     if missing:
         raise SiteConfigError(f"{where}: missing required key(s) {', '.join(missing)}")
 
@@ -220,7 +231,7 @@ def _parse_entry(entry: Any, *, source: str, index: int) -> SiteConfig:
                 f"{where}: allowed_domains entry {domain!r} is not a bare host name; "
                 f"write e.g. 'sina.com.cn' (no scheme, port, path or upper case)"
             )
-    start_urls = _string_list(entry, "start_urls", where, required=True)
+    start_urls = _string_list(entry, "start_urls", where, required="sources" not in entry)
     for url in start_urls:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -246,6 +257,16 @@ def _parse_entry(entry: Any, *, source: str, index: int) -> SiteConfig:
                 f"{where}: remove_selectors entry {selector!r} is not a usable CSS selector "
                 f"({exc}); fix or remove it"
             ) from None
+    max_pages = entry.get("max_source_pages", DEFAULT_MAX_PAGES)
+    if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
+        raise SiteConfigError(f"{where}: max_source_pages must be a whole number >= 1, got {max_pages!r}")
+    try:
+        sources = parse_sources(entry.get("sources", []), where, allowed_domains, max_pages)
+        canonical = parse_canonical(entry["canonical"], where, allowed_domains) if "canonical" in entry else IDENTITY
+    except SourceConfigError as exc:
+        raise SiteConfigError(str(exc)) from None
+    if not start_urls and not sources:
+        raise SiteConfigError(f"{where}: neither start_urls nor sources; give at least one list page or source")
     return SiteConfig(
         name=name,
         start_urls=start_urls,
@@ -253,6 +274,8 @@ def _parse_entry(entry: Any, *, source: str, index: int) -> SiteConfig:
         article_url_pattern=article_pattern,
         follow_url_pattern=follow_pattern,
         remove_selectors=remove_selectors,
+        sources=sources,
+        canonical=canonical,
     )
 
 

@@ -18,7 +18,8 @@ code  name                   meaning
                              the per-page time limit (listed by ``newsdedup failures``, tried again later),
                              or a failing JOBDIR queue lost scheduled requests, or the crawl closed (not
                              stopped by someone) with pages still held for a site's template
-6     site_failed            a site found no article links, or too many of its requests failed
+6     site_failed            a site found no article links, or too many of its requests failed, or one of its
+                             list sources (JSON feed, page data, RSS, sitemap) could not be read
 7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished; pages held for a
                              new site's template are left unread, the stop's cost (the next run fetches them)
 8     output_failed          the pages were stored, but what comes after newsdedup's pipelines failed: an
@@ -122,6 +123,12 @@ def judge(facts: RunFacts) -> Verdict:
         problem = _site_problem(tally, facts)
         if problem:
             found.append((ExitCode.SITE_FAILED, problem))
+        for source in tally.sources.values():
+            if source.failed:
+                found.append((ExitCode.SITE_FAILED, (
+                    f"site {tally.site}: list source {source.name} failed ("
+                    + ", ".join(f"{reason} {n}" for reason, n in sorted(source.failed.items())) + ")"
+                    + (f": {source.error}" if source.error else "") + "; the site's other lists were crawled")))
     if facts.finish_reason in _INTERRUPTED:
         held = sum(tally.held_at_stop for tally in facts.sites)
         found.append((ExitCode.INTERRUPTED, f"the crawl was stopped before it finished ({facts.finish_reason})" + (

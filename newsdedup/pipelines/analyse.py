@@ -148,7 +148,7 @@ class AnalysePipeline(StagePipeline):
             self.record_skip(page, result)
             raise DropItem(f"skipped ({result.reason}): {result.detail}", log_level="INFO")
         self.inc("articles")
-        page.analysis = result
+        page.analysis = with_listed(result, page)
         return page
 
     async def _analyse(
@@ -205,3 +205,14 @@ class AnalysePipeline(StagePipeline):
             page.url, page.site, skipped.reason, skipped.detail, page.fetched_at, attempts=attempts,
             next_try_at=next_try,
         ))
+
+
+def with_listed(result: PageAnalysis, page: ArticlePage) -> PageAnalysis:
+    """The title and time a list feed gave the article, where the page itself gives none (the origin's date
+    basis then rests on the feed's time)."""
+    article = result.article
+    if (article.published_at or not page.listed_at) and (article.title or not page.listed_title):
+        return result
+    article = dataclasses.replace(article, published_at=article.published_at or page.listed_at,
+                                  title=article.title or page.listed_title)
+    return dataclasses.replace(result, article=article)

@@ -22,8 +22,8 @@ class ExactDedupPipeline(StagePipeline):
             RepeatRecord(
                 url=item.url, site=item.site, title=article.title, published_at=article.published_at,
                 author=article.author, source=article.source, canonical_url=article.canonical_url,
-                fetched_at=item.fetched_at, fingerprint=analysis.features.fingerprint, repeat_of=stored.url,
-                cluster_id=stored.cluster_id,
+                fetched_at=item.fetched_at, fetched_url=item.fetched_url or item.url,
+                fingerprint=analysis.features.fingerprint, repeat_of=stored.url, cluster_id=stored.cluster_id,
             )
         )
         # As `newsdedup export` shows a repeat: in the story of the page it repeats, similarity 1.

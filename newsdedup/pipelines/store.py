@@ -53,6 +53,7 @@ class StorePipeline(StagePipeline):
                     id=item.article_id, url=item.url, site=item.site, title=article.title, text=article.text,
                     published_at=article.published_at, author=article.author, source=article.source,
                     canonical_url=article.canonical_url, fetched_at=item.fetched_at,
+                    fetched_url=item.fetched_url or item.url,
                     fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
                     cluster_id=item.cluster_id, similarity=item.similarity, score=item.score, measure=item.measure,
                     method=item.method,

@@ -40,6 +40,8 @@ class ArticleRecord:
     spots: bytes | None = None
     score: float | None = None  # the method's own figure for the match, named by measure
     measure: str | None = None  # jaccard | containment | hamming | cosine
+    # ``url`` is the site's canonical URL of the article (newsdedup.discovery.canonical); this is the one fetched.
+    fetched_url: str | None = None
 
 
 @dataclass
@@ -59,6 +61,7 @@ class RepeatRecord:
     # The story it joins (the repeated article's), when the crawl knows it; not a column: the table derives it
     # from repeat_of. It lets origin_of() see the repeats of the open batch.
     cluster_id: int | None = None
+    fetched_url: str | None = None  # as in ArticleRecord
 
 
 @dataclass

@@ -53,6 +53,17 @@ RUN_LOCK_KEY = 0x6E657773  # "news"
 SCHEMA_LOCK_KEY = 0x6E657774
 _WHAT_TO_DO = "use a database of its own for newsdedup (createdb newsdedup) and point NEWSDEDUP_STORAGE_URI at it"
 _cursor_names = count(1)
+# Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes v - 1 to v
+# (as newsdedup.storage.sqlite's; PostgreSQL databases start at version 4).
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # A site's canonical URL is stored in url; fetched_url keeps the URL the page came from (before: url).
+    5: (
+        "ALTER TABLE articles ADD COLUMN IF NOT EXISTS fetched_url TEXT",
+        "ALTER TABLE repeats ADD COLUMN IF NOT EXISTS fetched_url TEXT",
+        "UPDATE articles SET fetched_url = url WHERE fetched_url IS NULL",
+        "UPDATE repeats SET fetched_url = url WHERE fetched_url IS NULL",
+    ),
+}
 _APPLICATION = "newsdedup "  # application_name of the writer connection: "newsdedup pid N on HOST"
 
 
@@ -167,8 +178,16 @@ class PostgresStore(SQLStore):
                 f"{self.name} has schema version {version}, newer than this newsdedup's {SCHEMA_VERSION}: "
                 "upgrade newsdedup (pip install -U newsdedup) or use another database"
             )
-        if int(version) < SCHEMA_VERSION:  # PostgreSQL support began at version 4: nothing older exists
+        if int(version) < 4:  # PostgreSQL support began at version 4: nothing older exists
             raise StoreError(f"{self.name} has schema version {version}, which no newsdedup wrote: {_WHAT_TO_DO}")
+        if int(version) < SCHEMA_VERSION:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+                current = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+                for target in range(current + 1, SCHEMA_VERSION + 1):  # another process may have migrated meanwhile
+                    for statement in MIGRATIONS[target]:
+                        conn.execute(statement)
+                    conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
 
     def _unusable(self, exc: Exception) -> str:
         return f"{self.name} is not a usable newsdedup database ({' '.join(str(exc).split())}): {_WHAT_TO_DO}"

@@ -51,7 +51,7 @@ from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Column types that differ: {id} an article id we assign, {serial} an id the database assigns in insert order,
 # {blob} bytes, {real} a double, {bigint} a signed 64-bit integer (Simhash values, cluster ids).
@@ -106,7 +106,8 @@ CREATE TABLE IF NOT EXISTS articles (
     score {real},
     measure TEXT,
     dated_at TEXT,
-    date_basis TEXT
+    date_basis TEXT,
+    fetched_url TEXT
 );
 CREATE INDEX IF NOT EXISTS articles_fingerprint ON articles (fingerprint);
 CREATE INDEX IF NOT EXISTS articles_cluster ON articles (cluster_id);
@@ -123,7 +124,8 @@ CREATE TABLE IF NOT EXISTS repeats (
     fingerprint {blob} NOT NULL,
     repeat_of TEXT NOT NULL,
     dated_at TEXT,
-    date_basis TEXT
+    date_basis TEXT,
+    fetched_url TEXT
 );
 CREATE INDEX IF NOT EXISTS repeats_repeat_of ON repeats (repeat_of);
 CREATE TABLE IF NOT EXISTS state (
@@ -180,11 +182,11 @@ def statements(script: str) -> list[str]:
 ARTICLE_COLUMNS = (
     "id", "url", "site", "title", "text", "published_at", "author", "source", "canonical_url",
     "fetched_at", "fingerprint", "status", "duplicate_of", "cluster_id", "similarity", "method",
-    "simhash", "spots", "score", "measure",
+    "simhash", "spots", "score", "measure", "fetched_url",
 )
 REPEAT_COLUMNS = (
     "url", "site", "title", "published_at", "author", "source", "canonical_url", "fetched_at",
-    "fingerprint", "repeat_of",
+    "fingerprint", "repeat_of", "fetched_url",
 )
 SKIPPED_COLUMNS = ("url", "site", "reason", "detail", "fetched_at", "attempts", "next_try_at")
 FAILURE_COLUMNS = ("url", "site", "kind", "detail", "attempts", "first_failed_at", "last_failed_at", "next_try_at")

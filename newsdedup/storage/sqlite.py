@@ -68,6 +68,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Origin by publication time: _add_origins (MIGRATION_BACKFILLS) adds the dated_at/date_basis columns and
     # the clusters table, dates every stored page and fills one row per cluster, in the same transaction.
     4: (),
+    # A site's canonical URL is the one stored in url; fetched_url keeps the URL the page came from. Rows written
+    # before were stored under the URL fetched.
+    5: (
+        "ALTER TABLE articles ADD COLUMN fetched_url TEXT",
+        "ALTER TABLE repeats ADD COLUMN fetched_url TEXT",
+        "UPDATE articles SET fetched_url = url",
+        "UPDATE repeats SET fetched_url = url",
+    ),
 }
 
 def _table_of(statement: str) -> str:
