@@ -199,14 +199,22 @@ def test_another_articles_text_left_in_every_page_never_makes_one_story(tmp_path
     # "mostly shared text": only their unlikeness to the headline gives them away.
     assert all(headline_share(title, "".join(LEFTOVER)) < FOREIGN_HEADLINE_SHARE for title, _ in BRIEFS)
     stories = [(title, text + more) for (title, text), more in zip(BRIEFS, MORE)]
-    rows, log, _ = _crawl(tmp_path, _site(stories, anchored=True, extra=False, leftover=True))
-    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)  # own text only, none lost
-    assert len({r["cluster_id"] for r in rows}) == len(stories)
+    first_run = stories[:7]
+    rows, log, _ = _crawl(tmp_path, _site(first_run, anchored=True, extra=False, leftover=True))
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in first_run)  # own text only, none lost
+    assert len({r["cluster_id"] for r in rows}) == len(first_run)
     # The first pages' bodies show the leftover beside their own text, and the retry strips it. Each corrected
-    # reading teaches the template the leftover as text outside the body: once MIN_PAGES pages have, the template
-    # strips it before the later pages are read, and they need no second reading.
-    assert _stat(log, "newsdedup/extract/template_failures") == MIN_PAGES
+    # reading teaches the template the leftover as text outside the body. How many pages of this run were read
+    # before the template had learned it depends on how far the downloads ran ahead of the pipelines (a matter of
+    # machine speed), so this run only bounds it; the next run's pages all come after the learning.
+    assert MIN_PAGES <= _stat(log, "newsdedup/extract/template_failures") <= len(first_run)
     assert "unlike the headline; re-extracted" in log, re.findall("template failure.*", log)
+    # The next run (the site's new pages; the server has another port) reads them with the template the store kept:
+    # it strips the leftover before reading, so they need no second reading.
+    rows, log, _ = _crawl(tmp_path, _site(stories[len(first_run):], anchored=True, extra=False, leftover=True))
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)
+    assert len({r["cluster_id"] for r in rows}) == len(stories)
+    assert _stat(log, "newsdedup/extract/template_failures") == 0, re.findall("template failure.*", log)
 
 
 def test_a_forums_introduction_on_every_speakers_page_stays_and_never_makes_one_story(tmp_path):
