@@ -25,6 +25,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from newsdedup.analysis import PageAnalysis, PageSkipped
+from newsdedup.dedup.dwdcs import KeyConcepts
+from newsdedup.dedup.features import DocFeatures
+from newsdedup.extract.extractor import Article
+from newsdedup.items import ArticlePage, FetchFailure
+
 TAG = "$"
 
 
@@ -166,20 +172,11 @@ dumps = DATA.dumps
 
 def stream_codec() -> Codec:
     """The codec of the result stream's entries: the dataclasses a stream entry is made of, and no others."""
-    from newsdedup.analysis import PageAnalysis, PageSkipped
-    from newsdedup.dedup.dwdcs import KeyConcepts
-    from newsdedup.dedup.features import DocFeatures
-    from newsdedup.extract.extractor import Article
-    from newsdedup.items import ArticlePage, FetchFailure
-
     return Codec([ArticlePage, FetchFailure, PageAnalysis, PageSkipped, Article, DocFeatures, KeyConcepts])
 
 
 def check_entry(entry: object) -> object:
     """``entry`` if it has a stream entry's shape: a FetchFailure, or (ArticlePage, PageAnalysis | PageSkipped)."""
-    from newsdedup.analysis import PageAnalysis, PageSkipped
-    from newsdedup.items import ArticlePage, FetchFailure
-
     if isinstance(entry, FetchFailure):
         return entry
     if (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], ArticlePage)
