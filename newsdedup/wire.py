@@ -19,6 +19,8 @@ import base64
 import binascii
 import dataclasses
 import json
+import types
+import typing
 from array import array
 from collections import Counter
 from collections.abc import Iterable
@@ -43,6 +45,7 @@ class Codec:
 
     def __init__(self, types: Iterable[type] = ()) -> None:
         self.types = {cls.__name__: cls for cls in types}
+        self._hint_cache: dict[type, dict[str, Any]] = {}
         if not all(dataclasses.is_dataclass(cls) for cls in self.types.values()):
             raise TypeError("only dataclasses can be allowed")
         if set(self.types) & set(_DECODERS):
@@ -115,7 +118,18 @@ class Codec:
     def _dataclass(self, cls: type, fields: Any) -> object:
         if not isinstance(fields, dict):
             raise WireError(f"a {cls.__name__} needs its fields by name")
-        return cls(**{name: self._decode(value) for name, value in fields.items()})
+        values = {name: self._decode(value) for name, value in fields.items()}
+        hints = self._hints(cls)
+        for name, value in values.items():
+            # A value of the wrong type would decode, then fail wherever it is used (the writer, mid-batch).
+            if name in hints and not _conforms(value, hints[name]):
+                raise WireError(f"{cls.__name__}.{name} is not a {hints[name]}: a {type(value).__name__}")
+        return cls(**values)
+
+    def _hints(self, cls: type) -> dict[str, Any]:
+        if cls not in self._hint_cache:
+            self._hint_cache[cls] = typing.get_type_hints(cls)
+        return self._hint_cache[cls]
 
     def _pairs_of(self, inner: Any) -> list[tuple]:
         if not isinstance(inner, list) or not all(isinstance(p, list) and len(p) == 2 for p in inner):
@@ -126,6 +140,31 @@ class Codec:
         if not isinstance(inner, list):
             raise WireError("a sequence needs a list")
         return [self._decode(v) for v in inner]
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` has the type of a dataclass field annotated ``hint`` (the forms our dataclasses use)."""
+    if hint is Any:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin is None:
+        return isinstance(value, hint)
+    if not isinstance(value, origin):
+        return False
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
+    if issubclass(origin, dict) and args:
+        key, item = args if len(args) == 2 else (args[0], int)  # Counter[K]: counts are ints
+        return all(_conforms(k, key) and _conforms(v, item) for k, v in value.items())
+    if args:  # list[X], set[X], frozenset[X]
+        return all(_conforms(v, args[0]) for v in value)
+    return True
 
 
 def _tagged(tag: str, value: Any) -> dict:
