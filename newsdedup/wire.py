@@ -18,12 +18,13 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import types
 import typing
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -144,27 +145,31 @@ class Codec:
 
 def _conforms(value: Any, hint: Any) -> bool:
     """Whether ``value`` has the type of a dataclass field annotated ``hint`` (the forms our dataclasses use)."""
+    return _checker(hint)(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """``hint`` as a test of a value, built once per annotation (the writer decodes every entry of the run)."""
     if hint is Any:
-        return True
+        return lambda value: True
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        return any(_conforms(value, arg) for arg in args)
+        options = [_checker(arg) for arg in args]
+        return lambda value: any(check(value) for check in options)
     if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
     if origin is None:
-        return isinstance(value, hint)
-    if not isinstance(value, origin):
-        return False
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
-    if issubclass(origin, dict) and args:
-        key, item = args if len(args) == 2 else (args[0], int)  # Counter[K]: counts are ints
-        return all(_conforms(k, key) and _conforms(v, item) for k, v in value.items())
-    if args:  # list[X], set[X], frozenset[X]
-        return all(_conforms(v, args[0]) for v in value)
-    return True
+        return lambda value: isinstance(value, hint)
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        parts = [_checker(arg) for arg in args]
+        return lambda value: (isinstance(value, tuple) and len(value) == len(parts)
+                              and all(check(v) for check, v in zip(parts, value)))
+    if issubclass(origin, dict):
+        key, item = (_checker(arg) for arg in (args if len(args) == 2 else (*args, int)))  # Counter[K]: int counts
+        return lambda value: isinstance(value, origin) and all(key(k) and item(v) for k, v in value.items())
+    member = _checker(args[0]) if args else _checker(Any)  # tuple[X, ...], list[X], set[X], frozenset[X]
+    return lambda value: isinstance(value, origin) and all(map(member, value))
 
 
 def _tagged(tag: str, value: Any) -> dict:
