@@ -229,3 +229,32 @@ def test_a_crawl_over_tls_as_a_user_with_only_the_crawls_commands(tls_redis, pos
     assert {urlsplit(r["url"]).path for r in rows} == set(manifest["by_day"][1]["new_article_pages"])
     assert sum("is the writer now" in text for text in texts) >= 1
     assert admin.keys(f"{prefix}:*")  # the run's keys, under the prefix the user is confined to
+
+
+def test_a_queued_request_that_is_not_ours_is_dropped_counted_and_the_next_one_comes(redis_server):  # noqa: F811
+    """The request queue: a pickle, a request naming a class to build, a callback the spider lacks; then ours."""
+    from scrapy.utils.test import get_crawler
+
+    from newsdedup.scheduler import DataPriorityQueue
+
+    class Spider(scrapy.Spider):
+        name = "portal"
+
+        def parse_article(self, response):
+            pass
+
+    crawler = get_crawler(Spider)
+    crawler.stats.open_spider()
+    spider = Spider()
+    queue = DataPriorityQueue(server=redis_server.client(), spider=spider, key=f"t{uuid.uuid4().hex[:8]}:requests",
+                              serializer=wire, stats=crawler.stats)
+    ours = scrapy.Request("http://127.0.0.1:1/a/1.html", callback=spider.parse_article, priority=-1)
+    queue.push(ours)
+    fields = ours.to_dict(spider=spider)
+    for bad in (pickle.dumps(RunsCode(Path("x"))),
+                wire.dumps({**fields, "_class": "scrapy.http.request.form.FormRequest"}),
+                wire.dumps({**fields, "callback": "no_such_method"})):
+        queue.server.zadd(queue.key, {bad: -10})  # before ours
+    assert [queue.pop() for _ in range(3)] == [None, None, None]
+    assert queue.pop().to_dict(spider=spider) == fields
+    assert crawler.stats.get_value("newsdedup/redis/undecodable") == 3
