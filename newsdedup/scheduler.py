@@ -31,6 +31,7 @@ from newsdedup import distributed, options, retention, runstats
 from newsdedup.addons import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.dupefilter import KnownArticles, url_key
 from newsdedup.storage import open_store
+from newsdedup.wire import WireError
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +112,6 @@ class DataPriorityQueue(PriorityQueue):
         self.stats = stats
 
     def _decode_request(self, encoded_request):
-        from newsdedup.wire import WireError
-
         try:
             fields = self.serializer.loads(encoded_request)
             if not isinstance(fields, dict):
