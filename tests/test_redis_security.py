@@ -223,7 +223,12 @@ def test_a_crawl_over_tls_as_a_user_with_only_the_crawls_commands(tls_redis, pos
         sites_file = tmp_path / "sites.toml"
         sites_file.write_text(server.sites_toml(), encoding="utf-8")
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-        texts = finish(start_workers(sites_file, (store_uri, url, prefix), logs), logs)  # no Traceback: no NOPERM
+        processes = start_workers(sites_file, (store_uri, url, prefix), logs)
+        try:
+            texts = finish(processes, logs)  # no Traceback: no NOPERM
+        finally:  # a worker refused a command it needs may never finish
+            for process in processes:
+                kill(process.pid)
     assert not any("NOPERM" in text or "ERROR" in text for text in texts), [t[-3000:] for t in texts]
     rows = export(store_uri)
     assert {urlsplit(r["url"]).path for r in rows} == set(manifest["by_day"][1]["new_article_pages"])
