@@ -36,3 +36,6 @@ class DistributedAddon:
         settings.set("SCHEDULER", "newsdedup.scheduler.RunScheduler", priority="project")
         settings.set("SCHEDULER_PERSIST", True, priority="project")
         settings.set("DUPEFILTER_CLASS", "newsdedup.scheduler.SharedArticlesDupeFilter", priority="project")
+        # Queued requests as data, not scrapy-redis's default pickles: whoever can write to Redis must not be
+        # able to run code in the crawl's processes (newsdedup.wire; docs/distributed.md).
+        settings.set("SCHEDULER_SERIALIZER", "newsdedup.wire", priority="project")

@@ -23,8 +23,9 @@ Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWS
   (docs/performance.md has the measured memory per URL). ``SADD`` answers "new?" atomically. Redis is a cache: a URL it
   does not know is looked up in the store before it is fetched, so a Redis that lost its data costs time only.
 
-Entries are pickled, as scrapy-redis pickles its requests: Redis must be reachable only by the crawl's own
-processes (bind it to a private network or set a password, docs/distributed.md).
+Entries and queued requests are data (JSON, :mod:`newsdedup.wire`), never pickles: whoever can write to Redis can
+disturb the crawl but not run code in its processes. An entry that does not decode is counted, logged and
+dropped unread (docs/distributed.md, "Security: what crosses Redis").
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import socket
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 
 import redis
+
+from newsdedup import wire
 
 logger = logging.getLogger(__name__)
 
@@ -203,9 +205,12 @@ class ResultStream:
     GROUP = "writer"
     CONSUMER = "writer"  # one name for every writer: a new one inherits the entries the last left pending
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, *,
+                 on_undecodable: Callable[[bytes, wire.WireError], None] | None = None) -> None:
         self.client = client
         self.key = f"{prefix}:results"
+        self.codec = wire.stream_codec()
+        self.on_undecodable = on_undecodable  # told of each entry dropped unread (for the crawl's stats)
         try:
             client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
@@ -214,7 +219,7 @@ class ResultStream:
 
     def publish(self, entry: object) -> str:
         """Append ``entry``; its entry id."""
-        return self.client.xadd(self.key, {b"e": pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)}).decode()
+        return self.client.xadd(self.key, {b"e": self.codec.dumps(wire.check_entry(entry))}).decode()
 
     def pending(self, count: int) -> list[tuple[bytes, object]]:
         """Entries a writer read but did not acknowledge (its batch was not committed), oldest first."""
@@ -226,8 +231,21 @@ class ResultStream:
 
     def _read(self, start: str, count: int) -> list[tuple[bytes, object]]:
         reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
-        entries = reply[0][1] if reply else []
-        return [(entry_id, pickle.loads(fields[b"e"])) for entry_id, fields in entries if fields]
+        entries, undecodable = [], []
+        for entry_id, fields in reply[0][1] if reply else []:
+            if not fields:
+                continue  # deleted after it was read (XDEL): nothing left to apply
+            try:
+                entries.append((entry_id, wire.check_entry(self.codec.loads(fields.get(b"e", b"")))))
+            except wire.WireError as exc:
+                # Not an entry a crawl process wrote: dropped now, so no writer reads it again, and never run.
+                logger.warning("distributed crawl: dropped stream entry %s, not one of ours: %s",
+                               entry_id.decode(), exc)
+                undecodable.append(entry_id)
+                if self.on_undecodable is not None:
+                    self.on_undecodable(entry_id, exc)
+        self.done(undecodable)
+        return entries
 
     def done(self, entry_ids: list[bytes]) -> None:
         """The entries' records are committed: acknowledge and delete them (the stream stays small)."""

@@ -46,6 +46,9 @@ HELD_AT_STOP = "held_at_stop"
 # answered), failed/<reason>, stopped (why it stopped paging) and error (its first failure, for the summary).
 # "html" and "scripts" name the links found in <a href> and in the scripts of list pages.
 SOURCE_LINKS, SOURCE_PAGES, SOURCE_STOPPED, SOURCE_ERROR = "links", "pages", "stopped", "error"
+# A distributed crawl: stream entries and queued requests in Redis that are not data newsdedup wrote (newsdedup.wire),
+# e.g. a pickle someone put there. Dropped unread, never run.
+REDIS_UNDECODABLE = "newsdedup/redis/undecodable"
 
 
 def site_key(site: str, name: str) -> str:

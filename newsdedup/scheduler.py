@@ -16,19 +16,22 @@ Scrapy no longer calls).
 
 from __future__ import annotations
 
+import importlib
 import logging
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
-from newsdedup import distributed, options, retention
+from newsdedup import distributed, options, retention, runstats
 # DistributedAddon: also under its old path, for settings written before it moved to the dependency-free addons.
 from newsdedup.addons import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.dupefilter import KnownArticles, url_key
 from newsdedup.storage import open_store
+from newsdedup.wire import WireError
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ class RunScheduler(Scheduler):
     def from_crawler(cls, crawler: Crawler) -> RunScheduler:
         run = run_of(crawler)
         scheduler = cls(
-            server=run.client, persist=True, queue_cls="scrapy_redis.queue.PriorityQueue",
+            server=run.client, persist=True, queue_cls="newsdedup.scheduler.DataPriorityQueue",
             dupefilter=SharedArticlesDupeFilter.from_crawler(crawler),
         )
         scheduler.stats = crawler.stats
@@ -67,7 +70,10 @@ class RunScheduler(Scheduler):
         self.df.key = run.key("seen")
         self.df.open()
         self.spider = spider
-        self.queue = PriorityQueue(server=self.server, spider=spider, key=self.queue_key)
+        # SCHEDULER_SERIALIZER: the add-on sets newsdedup.wire (scrapy-redis's own default is pickle).
+        serializer = importlib.import_module(self.crawler.settings.get("SCHEDULER_SERIALIZER") or "newsdedup.wire")
+        self.queue = DataPriorityQueue(server=self.server, spider=spider, key=self.queue_key, serializer=serializer,
+                                       stats=self.stats)
         run.keep = self.run_keys()  # the heartbeat keeps them alive with the run
         logger.info("distributed crawl: %s run %s as %s (%d requests queued)",
                     "opened" if opened else "joined", run_id, run.worker, len(self.queue))
@@ -94,6 +100,32 @@ class RunScheduler(Scheduler):
         if request is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
         return request
+
+
+class DataPriorityQueue(PriorityQueue):
+    """scrapy-redis's priority queue whose requests are data (:mod:`newsdedup.wire`, the add-on's
+    ``SCHEDULER_SERIALIZER``): a queued request that does not decode as one of ours is counted, logged and dropped
+    (``pop`` already took it off the queue), never run."""
+
+    def __init__(self, *args, stats, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.stats = stats
+
+    def _decode_request(self, encoded_request):
+        try:
+            fields = self.serializer.loads(encoded_request)
+            if not isinstance(fields, dict):
+                raise WireError(f"a {type(fields).__name__}, not a request's fields")
+            # Request.to_dict() names a subclass by import path, which request_from_dict would load and call:
+            # the spider queues plain Requests only, so no class is taken from the queue.
+            if "_class" in fields:
+                raise WireError(f"a request class named in the queue: {fields['_class']!r}")
+            return request_from_dict(fields, spider=self.spider)
+        except (WireError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            self.stats.inc_value(runstats.REDIS_UNDECODABLE)
+            logger.warning("distributed crawl: dropped a queued request that is not one of ours (%s): %s",
+                           exc, bytes(encoded_request[:120]))
+            return None
 
 
 class SharedArticlesDupeFilter(KnownArticles, RedisRFPDupeFilter):

@@ -230,7 +230,9 @@ class CrawlState:
 
         self.run = run_of(self.crawler)  # joined by the scheduler, which opens before the pipelines
         self.started_at = iso(self.run.started_at)  # every process records the run under the run's start
-        self.stream = distributed.ResultStream(self.run.client, self.run.prefix)
+        self.stream = distributed.ResultStream(
+            self.run.client, self.run.prefix,
+            on_undecodable=lambda _entry_id, _error: self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE))
         self.urls = distributed.UrlFilter(self.run.client, self.run.prefix, retention_days=self.settings.retention_days)
         self.verdicts = distributed.VerdictBoard(self.run.client, self.run.key("verdicts"))
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
@@ -384,6 +386,11 @@ class CrawlState:
         for site, count in self.lost.items():
             stats.set_value(runstats.site_key(site, runstats.LOST), count)
         if self.run is not None:
+            undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)
+            if undecodable:
+                logger.warning("distributed crawl: %d stream entr(ies) or queued request(s) in Redis were not data a "
+                               "crawl process wrote and were dropped unread (%s): who else writes to this Redis?",
+                               undecodable, runstats.REDIS_UNDECODABLE)
             try:
                 self._add_other_processes_site_counters()
             except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
