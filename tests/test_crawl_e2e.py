@@ -272,18 +272,37 @@ def test_a_broken_site_file_stops_the_crawl_with_a_message_naming_the_fix(tmp_pa
     assert "did you mean 'article_url_pattern'" in result.stderr
 
 
+def _esimhash_state(db):
+    from newsdedup.dedup.esimhash import ESimhashIndex
+
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT data FROM state WHERE name = 'near/esimhash'").fetchone()
+    assert row is not None, "no E-Simhash state saved"
+    return ESimhashIndex.from_bytes(bytes(row[0]))
+
+
 def test_esimhash_statistics_persist_across_runs(portal, tmp_path):
     server, sites_file = portal
     db = tmp_path / "news.sqlite"
     run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
+    saved = _esimhash_state(db)
     with sqlite3.connect(db) as conn:
-        first = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
-    assert first is not None and first[0] > 0
+        day1 = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0]
+    assert saved.statistics.documents == day1 > 0  # every stored article was counted
+    # A mark no crawl makes: one document of a word no page holds. Restored, the statistics carry it on; rebuilt from
+    # the stored articles (or started afresh), they would not.
+    marker = "恢复标记词"
+    saved.statistics.observe([marker])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE state SET data = ? WHERE name = 'near/esimhash'", (saved.to_bytes(),))
     server.set_day(2)
     log = run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
     assert "'newsdedup/near/known_centres'" in log
     rows = export(db)
     assert {r["method"] for r in rows if r["status"] != "exact_duplicate"} == {"esimhash"}
     with sqlite3.connect(db) as conn:
-        second = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
-    assert second[0] > first[0]  # day 2's articles were added to the statistics
+        day2 = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] - day1
+    assert day2 > 0
+    after = _esimhash_state(db).statistics
+    assert after.document_frequency(marker) == 1
+    assert after.documents == day1 + 1 + day2  # day 2's articles were added to the restored statistics
