@@ -379,17 +379,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def busy_worker(crawl_pid: int, *, window: float = 1.0, min_total: float = 0.0) -> int | None:
-    """The crawl's worker that used the most CPU over ``window`` seconds (at least 0.2 s of it, and at least
-    ``min_total`` seconds in all), or None. Callers wait until every other page is recorded first, so the
-    busy worker is the one on the long page, whatever else the shared machine is running."""
+def busy_worker(crawl_pid: int, *, window: float = 1.0, min_total: float = 0.0, min_used: float = 0.2) -> int | None:
+    """The crawl's worker that used the most CPU over ``window`` seconds (at least ``min_used`` seconds of it, and at
+    least ``min_total`` seconds in all), or None."""
     before = {pid: cpu_seconds(pid) for pid in worker_pids(crawl_pid)}
     time.sleep(window)
     used = {pid: cpu_seconds(pid) - seconds for pid, seconds in before.items() if alive(pid)}
     if not used:
         return None
     pid = max(used, key=used.get)
-    return pid if used[pid] >= 0.2 and cpu_seconds(pid) >= min_total else None
+    return pid if used[pid] >= min_used and cpu_seconds(pid) >= min_total else None
 
 
 def wait_for(condition: Callable[[], object], timeout: float, interval: float = 0.1):
