@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 
 from conftest import REPO_ROOT
 
@@ -123,12 +124,12 @@ def test_eval_refuses_to_lower_a_floor_without_a_reason(tmp_path):
     floors.write_text('[minimum]\n"text_level.default.f1" = 0.98\n', encoding="utf-8")
     result = run_cli("eval", "--floors", str(floors), "--lower-floor", "text_level.default.f1=0.9")
     assert result.returncode == 2 and "reason" in result.stderr
-    assert "0.98" in floors.read_text(encoding="utf-8")
+    assert tomllib.loads(floors.read_text(encoding="utf-8")) == {"minimum": {"text_level.default.f1": 0.98}}
     result = run_cli("eval", "--floors", str(floors), "--lower-floor", "text_level.default.f1=0.9",
                      "--reason", "benchmark made harder")
     assert result.returncode == 0, result.stderr
-    assert "Floor-lowered: text_level.default.f1" in result.stdout
-    assert "0.9" in floors.read_text(encoding="utf-8")
+    assert "Floor-lowered: text_level.default.f1 0.98 -> 0.9: benchmark made harder" in result.stdout
+    assert tomllib.loads(floors.read_text(encoding="utf-8")) == {"minimum": {"text_level.default.f1": 0.9}}
 
 
 def test_failures_lists_failed_and_retried_pages_with_attempts_and_next_try(tmp_path):

@@ -231,21 +231,28 @@ def test_jobdir_resumes_after_kill_9_and_fetches_what_was_not_saved(tmp_path):
     with FaultSite(60, article_delay=0.05) as site:
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
-        jobdir = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
+        # Small commit batches: the kill comes when some pages are saved and others fetched but not yet saved.
+        jobdir = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
+                  "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=5")
         crawl = start_crawl(sites, db, *jobdir, log=tmp_path / "crawl.log")
         try:
-            wait_for(lambda: sum(n for p, n in site.served.items() if p.startswith("/a/")) >= 20, 120)
+            wait_for(lambda: len(outcomes(db)) >= 10, 120)
         finally:
             kill(crawl.pid)
             crawl.wait(timeout=30)
-        fetched_before = sum(n for p, n in site.served.items() if p.startswith("/a/"))
+        served_before = dict(site.served)
+        saved = set(outcomes(db))  # what the killed crawl committed before it died
         result = run_fault_crawl(sites, db, *jobdir)
         assert result.returncode == 0, result.stderr[-3000:]
         # The killed crawl's queue is not trusted (newsdedup/jobdir.py): one WARNING, counted, never a hang.
         assert "did not close cleanly" in result.stderr
         assert "'newsdedup/jobdir/unclean_shutdown': 1" in result.stderr
-        fetched_after = sum(n for p, n in site.served.items() if p.startswith("/a/"))
-        assert fetched_after - fetched_before >= 60 - fetched_before  # at least every page it had not fetched
+        # Every article page the killed crawl had not saved (never fetched, or fetched and lost with the process) is
+        # fetched by the resumed one; a page it saved is not fetched again.
+        unsaved = [p for p in site.article_paths if site.url(p) not in saved]
+        assert saved and unsaved, "the kill came after the crawl had saved every page: nothing was left to resume"
+        assert [p for p in unsaved if site.served[p] == served_before.get(p, 0)] == []
+        assert [p for p in site.article_paths if site.url(p) in saved and site.served[p] != served_before[p]] == []
         assert site.served["/list/1.html"] == 2  # the start page again: it is fetched every run
         check = outcomes(db)
         assert sorted(check) == sorted(site.url(p) for p in site.article_paths)
@@ -265,18 +272,37 @@ def test_a_broken_site_file_stops_the_crawl_with_a_message_naming_the_fix(tmp_pa
     assert "did you mean 'article_url_pattern'" in result.stderr
 
 
+def _esimhash_state(db):
+    from newsdedup.dedup.esimhash import ESimhashIndex
+
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT data FROM state WHERE name = 'near/esimhash'").fetchone()
+    assert row is not None, "no E-Simhash state saved"
+    return ESimhashIndex.from_bytes(bytes(row[0]))
+
+
 def test_esimhash_statistics_persist_across_runs(portal, tmp_path):
     server, sites_file = portal
     db = tmp_path / "news.sqlite"
     run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
+    saved = _esimhash_state(db)
     with sqlite3.connect(db) as conn:
-        first = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
-    assert first is not None and first[0] > 0
+        day1 = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0]
+    assert saved.statistics.documents == day1 > 0  # every stored article was counted
+    # A mark no crawl makes: one document of a word no page holds. Restored, the statistics carry it on; rebuilt from
+    # the stored articles (or started afresh), they would not.
+    marker = "恢复标记词"
+    saved.statistics.observe([marker])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE state SET data = ? WHERE name = 'near/esimhash'", (saved.to_bytes(),))
     server.set_day(2)
     log = run_crawl(sites_file, db, "-s", "NEWSDEDUP_NEAR_METHOD=esimhash")
     assert "'newsdedup/near/known_centres'" in log
     rows = export(db)
     assert {r["method"] for r in rows if r["status"] != "exact_duplicate"} == {"esimhash"}
     with sqlite3.connect(db) as conn:
-        second = conn.execute("SELECT length(data) FROM state WHERE name = 'near/esimhash'").fetchone()
-    assert second[0] > first[0]  # day 2's articles were added to the statistics
+        day2 = conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] - day1
+    assert day2 > 0
+    after = _esimhash_state(db).statistics
+    assert after.document_frequency(marker) == 1
+    assert after.documents == day1 + 1 + day2  # day 2's articles were added to the restored statistics

@@ -9,9 +9,12 @@ as new twice, the same clusters as a single-process run, and nothing lost when a
 from __future__ import annotations
 
 import json
+import pickle
 import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -27,6 +30,7 @@ from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
+from newsdedup.items import FetchFailure
 
 
 @pytest.fixture()
@@ -159,8 +163,67 @@ def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(serve
     assert sum("is the writer now" in text for text in texts) >= 1
 
 
+class StreamWatch:
+    """What the processes of a run publish to and delete from its result stream, seen through Redis's ``MONITOR``
+    (every command the server runs, on a connection of the test's own, read from a thread): each ``XADD``'s entry
+    and each ``XDEL``'s number of entries, with the server's time and the client connection that sent it."""
+
+    _LINE = re.compile(rb"\+(\S+) \[\d+ (\S*)\] (.*)\r\n", re.S)
+    _ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.S)
+    _ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|.)", re.S)
+    _ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"a": b"\a", b"b": b"\b"}
+
+    def __init__(self, redis_url: str, key: str) -> None:
+        address = urlsplit(redis_url)
+        self.key = key.encode()
+        self.published: list[tuple[float, str, object]] = []
+        self.deleted: list[tuple[float, str, int]] = []
+        self._socket = socket.create_connection((address.hostname, address.port))
+        self._socket.sendall(b"MONITOR\r\n")
+        self._lines = self._socket.makefile("rb")
+        assert self._lines.readline() == b"+OK\r\n"
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _unescape(self, arg: bytes) -> bytes:
+        """An argument as Redis printed it (sdscatrepr: C escapes, \\xHH for other bytes) back to its bytes."""
+        def one(match: re.Match) -> bytes:
+            code = match.group(1)
+            return bytes([int(code[1:], 16)]) if len(code) == 3 else self._ESCAPED.get(code, code)
+
+        return self._ESCAPE.sub(one, arg)
+
+    def _read(self) -> None:
+        try:
+            for line in self._lines:
+                match = self._LINE.fullmatch(line)
+                if match is None:
+                    continue
+                when, client, command = float(match.group(1)), match.group(2).decode(), match.group(3)
+                args = [self._unescape(arg) for arg in self._ARG.findall(command)]
+                if len(args) < 2 or args[1] != self.key:
+                    continue
+                if args[0].upper() == b"XADD":  # XADD key * e <pickled entry>
+                    self.published.append((when, client, pickle.loads(args[args.index(b"e", 2) + 1])))
+                elif args[0].upper() == b"XDEL":
+                    self.deleted.append((when, client, len(args) - 2))
+        except (OSError, ValueError):
+            pass  # stop() closed the connection
+
+    def stop(self) -> None:
+        time.sleep(0.5)  # the last commands' lines reach the reader
+        self._socket.shutdown(socket.SHUT_RDWR)
+        self._socket.close()
+        self._thread.join(10)
+
+
+def published_url(entry) -> str:
+    return entry.url if isinstance(entry, FetchFailure) else entry[0].url
+
+
 def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers, tmp_path):
-    store_uri = servers[0]
+    store_uri, redis_url, prefix = servers
+    watch = StreamWatch(redis_url, f"{prefix}:results")
     # Pages served slowly enough that the survivor still fetches and publishes after the kill, so the stream has
     # entries only a new writer can apply (served fast, on a loaded machine the dead writer could have applied
     # every page before the kill, and the survivor would rightly never need to take over).
@@ -175,13 +238,25 @@ def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers
             wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
             kill(processes[writer].pid)
             processes[writer].wait(timeout=30)
+            killed_at = time.time()  # MONITOR's times are the server's clock, on this machine
             survivor = 1 - writer
-            finish([processes[survivor]], [logs[survivor]])
+            [survivor_log] = finish([processes[survivor]], [logs[survivor]])
         finally:
             for process in processes:
                 kill(process.pid)
-        assert "is the writer now" in logs[survivor].read_text(encoding="utf-8")  # took over the stream
+            watch.stop()
+        assert "is the writer now" in survivor_log  # took over the stream
         check_consistent(site, store_uri, complete=False)
+        # Before any rerun: every page either process published to the stream is recorded (a page the dead process
+        # fetched but had not published yet is the rerun's), and the survivor applied exactly the entries the dead
+        # writer had not committed and deleted: those it left pending, then every later one.
+        published = [entry for _, _, entry in watch.published]
+        found = outcomes(store_uri)
+        assert published and [published_url(e) for e in published if published_url(e) not in found] == []
+        dead_writer = {client for when, client, _ in watch.deleted if when < killed_at}
+        deleted_by_dead_writer = sum(count for _, client, count in watch.deleted if client in dead_writer)
+        assert 0 < deleted_by_dead_writer < len(published)
+        assert stat(survivor_log, "newsdedup/writer/applied") == len(published) - deleted_by_dead_writer
 
         rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
         finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)

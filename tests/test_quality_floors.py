@@ -221,6 +221,28 @@ class HistoryUnavailable(RuntimeError):
     """git is missing, or the folder is not inside a git work tree."""
 
 
+class HistoryIncomplete(RuntimeError):
+    """A shallow clone whose missing history could not be fetched: its oldest commits show no parents, so what
+    they changed in the floors could not be checked. Never a reason to skip."""
+
+
+def _is_shallow(repo: Path) -> bool:
+    return _git_output(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+
+
+def _whole_history(repo: Path) -> None:
+    """Fetch what a shallow clone lacks from its remote (``git fetch --unshallow``; a clone of a local folder
+    needs no network), or raise HistoryIncomplete: in a shallow clone the oldest commit looks like the first one."""
+    if not _is_shallow(repo):
+        return
+    fetched = _git_output(repo, "fetch", "--quiet", "--unshallow")
+    if fetched.returncode != 0 or _is_shallow(repo):
+        raise HistoryIncomplete(
+            f"{repo} is a shallow clone and its history could not be fetched (git fetch --unshallow: "
+            f"{fetched.stderr.strip() or 'still shallow'}); clone without --depth, or from a remote it can reach"
+        )
+
+
 def _git_output(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, encoding="utf-8",
                           errors="replace", check=False)
@@ -236,13 +258,17 @@ def _shown(value: float) -> str:
 
 
 def loosened_without_reason(repo: Path, path: str) -> list[str]:
-    """Every loosening (a floor lowered or removed) of ``path`` in ``repo``'s git history whose commit message
-    lacks a ``Floor-lowered: <metric> ...`` line for it; a merge counts only floors looser than in every parent."""
+    """Every loosening of ``path`` in ``repo``'s git history whose commit message lacks a ``Floor-lowered: <metric>
+    ...`` line for it; a merge counts only floors looser than in every parent. A floor is loosened when it is lowered,
+    removed (a renamed floor is the old name removed), or redefined: moved between minimum and maximum (the old one
+    removed) or changed between a count and a fraction (whole number <-> decimal), which no comparison of the two
+    values can judge. A shallow clone's history is fetched first (HistoryIncomplete when it cannot be)."""
     if shutil.which("git") is None:
         raise HistoryUnavailable("git is not installed")
     inside = _git_output(repo, "rev-parse", "--is-inside-work-tree") if Path(repo).is_dir() else None
     if inside is None or inside.stdout.strip() != "true":
         raise HistoryUnavailable(f"{repo} is not a git checkout")
+    _whole_history(repo)
     log = _git_output(repo, "log", "--full-history", "--format=%H%x1f%P%x1f%B%x1e", "--", path)
     if log.returncode != 0:
         if "does not have any commits" in log.stderr:
@@ -268,6 +294,9 @@ def loosened_without_reason(repo: Path, path: str) -> list[str]:
                 new = after.table(kind).get(metric) if after else None
                 if new is None:
                     loosened[metric, kind] = f"removed the {kind} floor {metric} (was {_shown(old)})"
+                elif isinstance(new, int) != isinstance(old, int):
+                    loosened[metric, kind] = (f"redefined the {kind} floor {metric} {_shown(old)} -> {_shown(new)} "
+                                              "(a count became a fraction or the other way round)")
                 elif (new < old) if kind == "min" else (new > old):
                     loosened[metric, kind] = f"loosened the {kind} floor {metric} {_shown(old)} -> {_shown(new)}"
             flagged = loosened if flagged is None else {k: v for k, v in flagged.items() if k in loosened}
@@ -280,8 +309,10 @@ def loosened_without_reason(repo: Path, path: str) -> list[str]:
 def test_checked_in_floors_were_never_loosened_without_a_reason() -> None:
     try:
         problems = loosened_without_reason(REPO_ROOT, FLOORS_IN_REPO)
-    except HistoryUnavailable as error:
+    except HistoryUnavailable as error:  # not a checkout at all (an unpacked sdist): there is no history to read
         pytest.skip(f"cannot read the git history: {error}")
+    except HistoryIncomplete as error:
+        pytest.fail(str(error))
     assert problems == [], "floors loosened without a 'Floor-lowered:' trailer:\n" + "\n".join(problems)
 
 
@@ -352,3 +383,52 @@ def test_checked_in_file_is_plain_toml() -> None:
     # The floors file must stay readable by any TOML reader (CI tooling, editors), not just ours.
     document = tomllib.loads((REPO_ROOT / FLOORS_IN_REPO).read_text(encoding="utf-8"))
     assert set(document) == {"minimum", "maximum"}
+
+
+def test_history_flags_a_renamed_or_redefined_floor_unless_the_commit_names_it(history_repo: Path) -> None:
+    _commit(history_repo, FLOORS_TEXT, "Add floors")
+    renamed = FLOORS_TEXT.replace('"demo.passed" = 20', '"demo.snippets_passed" = 20')
+    _commit(history_repo, renamed, "Rename passed")
+    (problem,) = loosened_without_reason(history_repo, FLOORS_IN_REPO)
+    assert "removed the min floor demo.passed" in problem and "Rename passed" in problem
+    # A count made a fraction: 5 leaks at most became 0.05 (a share?), tighter by value, another measure.
+    share = renamed.replace('"demo.leaks" = 5', '"demo.leaks" = 0.05')
+    _commit(history_repo, share, "Leaks as a share")
+    problems = loosened_without_reason(history_repo, FLOORS_IN_REPO)
+    assert len(problems) == 2 and "redefined the max floor demo.leaks 5 -> 0.05" in problems[0]
+    # Moved from the minimum table to the maximum table: the minimum is gone, flagged unless the commit says why.
+    moved = share.replace('"demo.f1" = 0.9  # inline note\n', "").replace("[maximum]\n", '[maximum]\n"demo.f1" = 0.9\n')
+    _commit(history_repo, moved, "Move f1")
+    problems = loosened_without_reason(history_repo, FLOORS_IN_REPO)
+    assert len(problems) == 3 and "removed the min floor demo.f1" in problems[0] and "Move f1" in problems[0]
+    why = floor_lowered_trailer("demo.f1", 0.9, 0.9, "f1 is an error rate now")
+    _commit(history_repo, share, f"Back\n\n{why}\n")
+    _commit(history_repo, moved, f"Move f1\n\n{why}\n")
+    assert len(loosened_without_reason(history_repo, FLOORS_IN_REPO)) == 3  # both explained: nothing new
+
+
+def _clone(source: Path, target: Path, *args: str) -> Path:
+    subprocess.run(["git", "clone", "-q", *args, f"file://{source}", str(target)], check=True, capture_output=True,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    return target
+
+
+def test_a_shallow_clone_fetches_its_history_and_checks_all_of_it(history_repo: Path, tmp_path: Path) -> None:
+    _commit(history_repo, FLOORS_TEXT, "Add floors")
+    _commit(history_repo, FLOORS_TEXT.replace('"demo.leaks" = 5', '"demo.leaks" = 7'), "Relax leaks")
+    for n in range(2):
+        _commit(history_repo, FLOORS_TEXT.replace('"demo.leaks" = 5', '"demo.leaks" = 7') + f"# edit {n}\n", f"Edit {n}")
+    shallow = _clone(history_repo, tmp_path / "shallow", "--depth", "1")
+    assert _is_shallow(shallow)  # what a CI's shallow checkout looks like: the one commit has no parent
+    (problem,) = loosened_without_reason(shallow, FLOORS_IN_REPO)
+    assert "demo.leaks 5 -> 7" in problem and "Relax leaks" in problem
+    assert not _is_shallow(shallow)
+
+
+def test_a_shallow_clone_that_cannot_fetch_its_history_fails_loudly(history_repo: Path, tmp_path: Path) -> None:
+    _commit(history_repo, FLOORS_TEXT, "Add floors")
+    _commit(history_repo, FLOORS_TEXT + "# edit\n", "Edit")
+    shallow = _clone(history_repo, tmp_path / "shallow", "--depth", "1")
+    shutil.rmtree(history_repo)  # the remote is gone (a CI copy of a shallow clone, offline)
+    with pytest.raises(HistoryIncomplete, match="shallow clone"):
+        loosened_without_reason(shallow, FLOORS_IN_REPO)
