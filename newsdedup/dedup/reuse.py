@@ -31,14 +31,14 @@ How (the text-reuse recipe of passim and of MOSS, Schleimer, Wilkerson and Aiken
    Chinese (``min_cjk``: a page's script or style sheet read as text) do not count.
 
 >>> report = ("国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。"
-...           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。")
+...           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。专家认为物价总体平稳。")
 >>> index = ReuseIndex()
 >>> index.add("report", report, when=1_000.0)
 True
 >>> comment = "评论：物价走势如何看？" + report + "这意味着通胀压力可控，货币政策不必因此收紧。"
 >>> [(r.source, r.chars, [(p.start, p.length, p.source_start, p.source_length) for p in r.passages])
 ...  for r in index.find(comment)]
-[('report', 76, [(11, 76, 0, 76)])]
+[('report', 87, [(11, 87, 0, 87)])]
 >>> index.find("今天天气晴朗，适合出门散步。") == []
 True
 >>> index.expire(before=2_000.0), len(index)
@@ -48,6 +48,7 @@ True
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -63,8 +64,8 @@ __all__ = ["Passage", "Reuse", "ReuseIndex", "winnow"]
 #: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
 K = 8
 W = 12
-MIN_CHARS = 60
-MAX_SOURCES = 8
+MIN_CHARS = 80
+MAX_SOURCES = 4
 
 _U64 = np.uint64
 _BASE = _U64(0x100000001B3)  # FNV prime: the polynomial base of the k-gram hash
@@ -179,6 +180,7 @@ class ReuseIndex:
         self.min_seeds, self.min_block, self.max_gap, self.drift, self.min_cjk = (
             min_seeds, min_block, max_gap, drift, min_cjk)
         self._text_of = text_of
+        self._shifts = sorted(range(-drift, drift + 1), key=abs)
         self._texts: dict[str, str] = {}
         self._seq_of: dict[str, int] = {}
         self._ids: list[str | None] = []
@@ -341,15 +343,18 @@ class ReuseIndex:
         seed is on its diagonal (within ``drift``) and at most ``max_gap`` characters before it, in both texts;
         chains of fewer than ``min_seeds`` are dropped (scattered common phrases, not a passage)."""
         chains: list[list[tuple[int, int]]] = []
+        latest: dict[int, list[tuple[int, int]]] = {}  # diagonal -> the latest chain ending on it
         for q, s in sorted(zip(query_positions, source_positions)):
-            for chain in reversed(chains):
-                last_q, last_s = chain[-1]
-                if 0 < q - last_q <= self.max_gap + self.k and 0 < s - last_s \
-                        and abs((s - q) - (last_s - last_q)) <= self.drift:
+            diagonal = s - q
+            for shift in self._shifts:  # its own diagonal first, then the nearest ones
+                chain = latest.get(diagonal + shift)
+                if chain is not None and 0 < q - chain[-1][0] <= self.max_gap + self.k and 0 < s - chain[-1][1]:
                     chain.append((q, s))
                     break
             else:
-                chains.append([(q, s)])
+                chain = [(q, s)]
+                chains.append(chain)
+            latest[diagonal] = chain
         return [chain for chain in chains if len(chain) >= self.min_seeds]
 
     def _reuse(self, story_id: str, form: str, offsets: list[int], query_positions: list[int],
@@ -361,16 +366,16 @@ class ReuseIndex:
         source_form, source_offsets = exact_form_with_offsets(source_text)
         # Each seed extended both ways along its diagonal while the characters agree: exact blocks (q, s, length).
         blocks: set[tuple[int, int, int]] = set()
+        reach: dict[int, int] = {}  # diagonal -> where the last block on it ends in the new text
         for chain in chains:
-            reach = (-1, -1)  # the end of the last block, so seeds inside it are not extended again
             for q, s in chain:
-                if s - q == reach[1] - reach[0] and q < reach[0]:
-                    continue
+                if q < reach.get(s - q, -1):
+                    continue  # inside a block already found
                 left = _common_suffix(form, q, source_form, s)
                 right = _common_prefix(form, q, source_form, s)
+                reach[s - q] = q + right
                 if left + right >= self.min_block:
                     blocks.add((q - left, s - left, left + right))
-                    reach = (q + right, s + right)
         # Blocks that follow each other in both texts, with gaps of up to max_gap (a word changed, a clause cut),
         # are one passage: (q start, q end, s start, s end, aligned characters).
         spans: list[list[int]] = []
@@ -384,9 +389,15 @@ class ReuseIndex:
                 spans.append([q, q + n, s, s + n, n])
         # One stretch of the new text counts once (a source repeating itself offers it twice): the longest wins.
         kept: list[list[int]] = []
+        kept_by_start: list[list[int]] = []
+        starts: list[int] = []  # the kept spans' starts, in order, for bisection
         for span in sorted(spans, key=lambda item: -item[4]):
-            if all(span[1] <= other[0] or span[0] >= other[1] for other in kept) \
-                    and len(_CJK.findall(form, span[0], span[1])) >= self.min_cjk * (span[1] - span[0]):
+            at = bisect_right(starts, span[0])
+            if (at and kept_by_start[at - 1][1] > span[0]) or (at < len(starts) and starts[at] < span[1]):
+                continue
+            if len(_CJK.findall(form, span[0], span[1])) >= self.min_cjk * (span[1] - span[0]):
+                starts.insert(at, span[0])
+                kept_by_start.insert(at, span)
                 kept.append(span)
         chars = sum(span[4] for span in kept)
         if not kept or chars < self.min_chars:

@@ -178,18 +178,19 @@ def evaluate_reuse(data_dir: Path | str, *, labels: Sequence[Mapping] | None = N
     return rows
 
 
-def suggest(rows: Sequence[Mapping], *, min_precision: float = MIN_PRECISION) -> tuple[Mapping, bool]:
-    """The row the tune half suggests: the highest tune recall among rows with tune precision at least
-    ``min_precision`` (ties: higher precision, then the higher bar, then fewer postings: larger w, smaller k),
-    else the highest tune precision; and whether one reached ``min_precision``."""
+def suggest(rows: Sequence[Mapping], *, min_recall: float = MIN_RECALL) -> tuple[Mapping, bool]:
+    """The row the tune half suggests: the highest tune precision among rows with tune recall at least
+    ``min_recall`` (ties: higher recall, then the higher bar, then the larger w), else the highest tune recall;
+    and whether one reached ``min_recall``.  (On the labelled pairs no row reaches tune precision 0.9, so the
+    recall bar is the one kept.)"""
     def key(row: Mapping) -> tuple:
         p = row["params"]
-        return row["tune"]["recall"], row["tune"]["precision"], p.min_chars, p.w, -p.k, -p.max_sources
+        return row["tune"]["precision"], row["tune"]["recall"], p.min_chars, p.w, -p.k, -p.max_sources
 
-    precise = [row for row in rows if row["tune"]["precision"] >= min_precision]
-    if precise:
-        return max(precise, key=key), True
-    return max(rows, key=lambda row: (row["tune"]["precision"], *key(row))), False
+    enough = [row for row in rows if row["tune"]["recall"] >= min_recall]
+    if enough:
+        return max(enough, key=key), True
+    return max(rows, key=lambda row: (row["tune"]["recall"], *key(row))), False
 
 
 def table(rows: Sequence[Mapping], *, part: str | None = None) -> str:
