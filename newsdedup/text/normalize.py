@@ -15,7 +15,7 @@ import re
 import sys
 import unicodedata
 
-__all__ = ["find_letter_or_number", "is_word", "nfkc", "normalize_text"]
+__all__ = ["exact_form_with_offsets", "find_letter_or_number", "is_word", "nfkc", "normalize_text"]
 
 # Letters and numbers (Unicode categories L* and N*): ``[^\W_]`` is exactly str.isalnum, and one
 # regex search is much faster than looking up unicodedata.category per character.
@@ -119,6 +119,66 @@ def exact_form(normalized_text: str) -> str:
     True
     """
     return "".join(normalized_text.split())
+
+
+# Runs of non-space characters; the ellipsis, which Chinese prose uses often and NFKC writes as three dots, on its
+# own, so that the run around it keeps the one-for-one fast path below.
+_NON_SPACE_RUN = re.compile(r"\u2026|[^\s\u2026]+")
+_SPACE = re.compile(r"\s")
+# Hangul medial and final jamo compose with the preceding jamo under NFKC.
+_HANGUL_JAMO_TAIL = range(0x1161, 0x11C3)
+
+
+def _composes_with_previous(char: str) -> bool:
+    """Whether NFKC may join ``char`` to the character before it (a combining mark, a voiced-sound mark, a jamo)."""
+    first = unicodedata.normalize("NFKD", char)[:1]
+    return bool(first) and (unicodedata.combining(first) != 0 or ord(first) in _HANGUL_JAMO_TAIL)
+
+
+def exact_form_with_offsets(text: str) -> tuple[str, list[int]]:
+    """:func:`exact_form` of :func:`normalize_text`, with each character's offset in the raw ``text``.
+
+    For passages found in the normalised form to be shown in the stored text: ``offsets[i]`` is where the
+    ``i``-th normalised character came from (a character NFKC writes as several, ``…`` as ``...``, gives each
+    of them its own offset).  The string equals ``exact_form(normalize_text(text))`` for real text; NFKC is
+    applied to each character with the combining marks that follow it, so a mark separated from its letter by
+    whitespace or an invisible character stays apart here (normalize_text would join them).
+
+    >>> form, offsets = exact_form_with_offsets("新闻，\\u200b正文…\\n  ＡＢ")
+    >>> form, offsets
+    ('新闻,正文...AB', [0, 1, 2, 4, 5, 6, 6, 6, 10, 11])
+    >>> form == exact_form(normalize_text("新闻，\\u200b正文…\\n  ＡＢ"))
+    True
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"exact_form_with_offsets expects str, got {type(text).__name__}; decode bytes first")
+    invisible = _invisible_chars_pattern()
+    parts: list[str] = []
+    offsets: list[int] = []
+    for run in _NON_SPACE_RUN.finditer(text):
+        raw, start = run.group(), run.start()
+        folded = nfkc(raw)
+        if len(folded) == len(raw) and not invisible.search(raw) and not _SPACE.search(folded):
+            parts.append(folded)  # the common case: one character for one (full-width punctuation folded)
+            offsets.extend(range(start, run.end()))
+            continue
+        group, group_start = "", start
+        for i, char in enumerate(raw, start):
+            if invisible.fullmatch(char):
+                continue
+            if group and not _composes_with_previous(char):
+                kept = "".join(nfkc(group).split())
+                parts.append(kept)
+                offsets.extend([group_start] * len(kept))
+                group, group_start = "", i
+            if not group:
+                group_start = i
+            group += char
+        if group:
+            kept = "".join(nfkc(group).split())
+            parts.append(kept)
+            offsets.extend([group_start] * len(kept))
+    return "".join(parts), offsets
 
 
 def is_word(token: str) -> bool:

@@ -1,0 +1,436 @@
+"""Passage reuse: which stored stories a new text quotes or repeats a passage of, and where (issue 26).
+
+A reuse is a relation of its own, beside the near-duplicate one: a commentary quoting three paragraphs of a
+report, a roundup stitched from several reports, a follow-up repeating yesterday's background.  Whole-text
+similarity is low there (Jaccard 0.05-0.35), so the near-duplicate stages rightly keep both stories; this module
+says which passages they share.  The pipeline decides near duplicates first; a page that is not a near duplicate
+of a story may still reuse a passage of it.
+
+How (the text-reuse recipe of passim and of MOSS, Schleimer, Wilkerson and Aiken, SIGMOD 2003):
+
+1. *Seeds.* A text is normalised as the exact stage does (:func:`~newsdedup.text.normalize.exact_form_with_offsets`:
+   NFKC, no whitespace, each character's raw offset kept).  Every character ``k``-gram is hashed, and winnowing
+   keeps the minimum hash of each window of ``w`` consecutive k-grams (the rightmost on a tie), once per run:
+   about ``2 / (w + 1)`` of the positions.  Two texts sharing a passage of ``w + k - 1`` characters or more
+   share at least one kept fingerprint, whatever surrounds it.
+2. *Index.* Fingerprint -> (story, position) postings of the stories within the retention window, held in
+   sorted ``numpy`` arrays (16 bytes a posting: no Python object per posting), a log-structured set of
+   segments that merge as they grow; a removed story's postings are dropped at the next merge.  A fingerprint
+   that more than ``max_sources`` stored stories hold is page boilerplate or form text (a footer, a disclaimer,
+   a brochure's mandated wording) and seeds nothing.
+3. *Passages.* The seeds a new text shares with one story are chained along their offset diagonal (a few
+   characters of drift and gaps of up to ``max_gap`` tolerated: a word changed, a clause cut); each chain of
+   ``min_seeds`` or more is read in both texts: each seed is extended both ways while the characters agree
+   (an exact block, its ends where the shared text ends), and the blocks of ``min_block`` characters or more
+   that follow each other in both texts, across gaps of up to ``max_gap``, are one passage.  So a reported
+   passage is text the two really share, found in time linear in its length (an alignment of the spans with
+   :class:`difflib.SequenceMatcher`, tried first, is quadratic in the worst case and was a third of the query time).
+4. *The bar.* A source is reported when the passages it shares with the text hold ``min_chars`` aligned
+   characters or more (the issue's "at least two sentences or 80 characters"; the default is chosen on the tune
+   half of the labelled real pairs, see :mod:`newsdedup.evaluation.reuse_scores`).  Passages that are mostly not
+   Chinese (``min_cjk``: a page's script or style sheet read as text) do not count.
+
+>>> report = ("国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。"
+...           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。专家认为物价总体平稳。")
+>>> index = ReuseIndex()
+>>> index.add("report", report, when=1_000.0)
+True
+>>> comment = "评论：物价走势如何看？" + report + "这意味着通胀压力可控，货币政策不必因此收紧。"
+>>> [(r.source, r.chars, [(p.start, p.length, p.source_start, p.source_length) for p in r.passages])
+...  for r in index.find(comment)]
+[('report', 87, [(11, 87, 0, 87)])]
+>>> index.find("今天天气晴朗，适合出门散步。") == []
+True
+>>> index.expire(before=2_000.0), len(index)
+(1, 0)
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from os.path import commonprefix
+
+import numpy as np
+
+from newsdedup.text.normalize import exact_form_with_offsets
+
+__all__ = ["Passage", "Reuse", "ReuseIndex", "winnow"]
+
+#: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
+K = 8
+W = 12
+MIN_CHARS = 80
+MAX_SOURCES = 4
+
+_U64 = np.uint64
+_BASE = _U64(0x100000001B3)  # FNV prime: the polynomial base of the k-gram hash
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, vectorised: the polynomial hash's bits spread so that minima are random."""
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> _U64(33))
+
+
+def winnow(form: str, k: int = K, w: int = W) -> tuple[np.ndarray, np.ndarray]:
+    """The winnowed fingerprints of a normalised string: ``(hashes, positions)`` (``uint64``, ``int64``).
+
+    Each ``k``-gram of characters is hashed (a polynomial over its code points, then mixed; hashing in
+    ``numpy`` costs ~0.1 ms for a 2,000-character text where a call per k-gram would cost ~1 ms); of each
+    window of ``w`` consecutive k-gram hashes the minimum is kept, the rightmost on a tie, and recorded once
+    however many windows select it.  A text of fewer than ``w`` k-grams keeps its minimum; one shorter than
+    ``k`` keeps nothing.
+
+    >>> hashes, positions = winnow("甲乙丙丁戊己庚辛壬癸" * 3, k=4, w=4)
+    >>> positions.tolist() == sorted(set(positions.tolist())) and len(hashes) == len(positions)
+    True
+    >>> a, _ = winnow("前文不同。" + "共有的一段文字在这里出现了两次。", k=4, w=4)
+    >>> b, _ = winnow("共有的一段文字在这里出现了两次。" + "后文也不同", k=4, w=4)
+    >>> bool(set(a.tolist()) & set(b.tolist()))  # a shared run of w + k - 1 = 7 characters shares a seed
+    True
+    """
+    if k < 1 or w < 1:
+        raise ValueError(f"winnow: k and w must be >= 1, got k={k}, w={w}")
+    codes = np.frombuffer(form.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(_U64)
+    grams = len(codes) - k + 1
+    if grams <= 0:
+        return np.empty(0, _U64), np.empty(0, np.int64)
+    h = np.zeros(grams, _U64)
+    for j in range(k):
+        h = h * _BASE + codes[j : j + grams]
+    h = _mix(h)
+    if grams <= w:
+        at = np.array([grams - 1 - int(np.argmin(h[::-1]))])
+    else:
+        windows = np.lib.stride_tricks.sliding_window_view(h, w)
+        # argmin gives the first minimum; over the reversed window that is the rightmost one.
+        at = np.arange(grams - w + 1) + (w - 1 - np.argmin(windows[:, ::-1], axis=1))
+        at = at[np.concatenate(([True], at[1:] != at[:-1]))]
+    return h[at], at.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One shared passage: ``length`` raw characters at ``start`` of the new text, ``source_length`` at
+    ``source_start`` of the source, and the ``chars`` (non-whitespace) characters aligned between them."""
+
+    start: int
+    length: int
+    source_start: int
+    source_length: int
+    chars: int
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """What a new text reuses of one stored story: its passages (in the new text's order), the aligned
+    characters they hold in all, and the fraction of each text's non-whitespace characters that is."""
+
+    source: str
+    passages: tuple[Passage, ...]
+    chars: int
+    fraction: float
+    source_fraction: float
+
+
+@dataclass
+class _Segment:
+    keys: np.ndarray  # uint64, sorted
+    seqs: np.ndarray  # uint32: the story's sequence number
+    positions: np.ndarray  # uint32: the fingerprint's position in the story's normalised text
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _seconds(when: datetime | float | str | None) -> float:
+    """A story's time as seconds since the epoch: a datetime, an ISO string (as the store writes) or a number."""
+    if when is None:
+        return math.nan
+    if isinstance(when, str):
+        when = datetime.fromisoformat(when)
+    if isinstance(when, datetime):
+        return when.timestamp()
+    return float(when)
+
+
+class ReuseIndex:
+    """The stored stories' fingerprints, and the passages a new text shares with them.
+
+    ``text_of(story_id)`` gives a stored story's text back when a text shares seeds with it (a crawl reads it
+    from its store); without it the index keeps each added text itself.  Parameters: see the module.
+    """
+
+    def __init__(self, *, k: int = K, w: int = W, min_chars: int = MIN_CHARS, max_sources: int = MAX_SOURCES,
+                 min_seeds: int = 3, min_block: int = 8, max_gap: int = 40, drift: int = 8, min_cjk: float = 0.3,
+                 text_of: Callable[[str], str] | None = None) -> None:
+        if min(k, w, min_seeds, min_block, max_sources) < 1 or min_chars < 0 or max_gap < 0 or drift < 0:
+            raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources must be >= 1; "
+                             "min_chars, max_gap, drift >= 0")
+        self.k, self.w, self.min_chars, self.max_sources = k, w, min_chars, max_sources
+        self.min_seeds, self.min_block, self.max_gap, self.drift, self.min_cjk = (
+            min_seeds, min_block, max_gap, drift, min_cjk)
+        self._text_of = text_of
+        self._shifts = sorted(range(-drift, drift + 1), key=abs)
+        self._texts: dict[str, str] = {}
+        self._seq_of: dict[str, int] = {}
+        self._ids: list[str | None] = []
+        self._when = np.empty(0, np.float64)
+        self._alive = np.empty(0, bool)
+        self._segments: list[_Segment] = []
+        self._dead_postings = 0
+        self._postings = 0
+
+    def __len__(self) -> int:
+        return len(self._seq_of)
+
+    def __contains__(self, story_id: object) -> bool:
+        return story_id in self._seq_of
+
+    @property
+    def postings(self) -> int:
+        """Fingerprint postings held (removed stories' ones included until their segments merge)."""
+        return self._postings
+
+    def add(self, story_id: str, text: str, when: datetime | float | str | None = None) -> bool:
+        """Index a story (``when``: its time, for :meth:`expire`); False when the id is already indexed."""
+        if story_id in self._seq_of:
+            return False
+        form, _ = exact_form_with_offsets(text)
+        hashes, positions = winnow(form, self.k, self.w)
+        seq = len(self._ids)
+        self._ids.append(story_id)
+        self._seq_of[story_id] = seq
+        if seq >= len(self._alive):  # grow the per-story arrays by doubling
+            size = max(1024, 2 * len(self._alive))
+            self._alive = np.concatenate((self._alive, np.zeros(size - len(self._alive), bool)))
+            self._when = np.concatenate((self._when, np.full(size - len(self._when), math.nan)))
+        self._alive[seq] = True
+        self._when[seq] = _seconds(when)
+        if self._text_of is None:
+            self._texts[story_id] = text
+        order = np.argsort(hashes, kind="stable")
+        self._segments.append(_Segment(hashes[order], np.full(len(hashes), seq, np.uint32),
+                                       positions[order].astype(np.uint32)))
+        self._postings += len(hashes)
+        # Log-structured: a segment merges into the one before it while that one is not twice as large, so there
+        # are O(log n) segments and every posting is rewritten O(log n) times.
+        while len(self._segments) > 1 and len(self._segments[-2]) <= 2 * len(self._segments[-1]):
+            last = self._segments.pop()
+            self._segments[-1] = self._merge([self._segments[-1], last])
+        return True
+
+    def _merge(self, segments: Sequence[_Segment]) -> _Segment:
+        keys = np.concatenate([s.keys for s in segments])
+        seqs = np.concatenate([s.seqs for s in segments])
+        positions = np.concatenate([s.positions for s in segments])
+        live = self._alive[seqs]
+        if not live.all():
+            self._dead_postings -= int((~live).sum())
+            self._postings -= int((~live).sum())
+            keys, seqs, positions = keys[live], seqs[live], positions[live]
+        order = np.argsort(keys, kind="stable")
+        return _Segment(keys[order], seqs[order], positions[order])
+
+    def remove(self, story_id: str) -> bool:
+        """Forget a story (its postings go at the next merge); False when it is not indexed."""
+        seq = self._seq_of.pop(story_id, None)
+        if seq is None:
+            return False
+        self._alive[seq] = False
+        self._ids[seq] = None
+        self._texts.pop(story_id, None)
+        self._dead_postings += int(sum(int((s.seqs == seq).sum()) for s in self._segments))
+        if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite everything once
+            self._segments = [self._merge(self._segments)] if self._segments else []
+        return True
+
+    def expire(self, before: datetime | float | str) -> int:
+        """Forget every story whose time is before ``before`` (the retention window's start); the count removed.
+
+        Stories added without a time stay."""
+        cutoff = _seconds(before)
+        old = np.flatnonzero(self._alive & (self._when < cutoff))
+        for seq in old.tolist():
+            self.remove(self._ids[seq])
+        return len(old)
+
+    def _seed_matches(self, hashes: np.ndarray, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(query fingerprint number, story seq, story position)`` of every usable seed: postings of live,
+        not excluded stories, of fingerprints no more than ``max_sources`` stories hold."""
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        raw = np.zeros(len(hashes), np.int64)
+        ranges = []
+        for segment in self._segments:
+            lo = np.searchsorted(segment.keys, hashes, "left")
+            hi = np.searchsorted(segment.keys, hashes, "right")
+            raw += hi - lo
+            ranges.append((segment, lo, hi))
+        # A fingerprint held far more often than max_sources is boilerplate: do not even gather its postings
+        # (dead postings and repeats inside one story are why the bar is not max_sources itself).
+        wanted = (raw > 0) & (raw <= 4 * self.max_sources + 4)
+        for segment, lo, hi in ranges:
+            counts = np.where(wanted, hi - lo, 0)
+            total = int(counts.sum())
+            if not total:
+                continue
+            query = np.repeat(np.arange(len(hashes)), counts)
+            starts = np.repeat(lo, counts)
+            offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            at = starts + offset
+            found.append((query, segment.seqs[at], segment.positions[at]))
+        if not found:
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty
+        query = np.concatenate([f[0] for f in found])
+        seqs = np.concatenate([f[1] for f in found]).astype(np.int64)
+        positions = np.concatenate([f[2] for f in found]).astype(np.int64)
+        keep = self._alive[seqs]
+        if len(exclude):
+            keep &= ~np.isin(seqs, exclude)
+        query, seqs, positions = query[keep], seqs[keep], positions[keep]
+        # Document frequency: distinct stories per fingerprint (by hash value: a query may repeat one).
+        pairs = np.unique(np.stack((hashes[query], seqs.astype(_U64))), axis=1)
+        keys, holders = np.unique(pairs[0], return_counts=True)
+        common = keys[holders > self.max_sources]
+        if len(common):
+            keep = ~np.isin(hashes[query], common)
+            query, seqs, positions = query[keep], seqs[keep], positions[keep]
+        return query, seqs, positions
+
+    def find(self, text: str, *, exclude: Iterable[str] = ()) -> list[Reuse]:
+        """The stored stories ``text`` reuses passages of, most characters first; ``exclude``: story ids not to
+        report (the text's own id, the stories it is a near duplicate of) nor to count as holders of a
+        fingerprint."""
+        if not self._seq_of:
+            return []
+        form, offsets = exact_form_with_offsets(text)
+        hashes, positions = winnow(form, self.k, self.w)
+        if not len(hashes):
+            return []
+        excluded = np.array([self._seq_of[i] for i in exclude if i in self._seq_of], np.int64)
+        query, seqs, source_positions = self._seed_matches(hashes, excluded)
+        if not len(seqs):
+            return []
+        found = []
+        order = np.lexsort((positions[query], seqs))
+        seqs, query_positions, source_positions = seqs[order], positions[query][order], source_positions[order]
+        bounds = np.flatnonzero(np.diff(seqs)) + 1
+        for start, end in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(seqs)])).tolist()):
+            if end - start < self.min_seeds:
+                continue
+            story_id = self._ids[int(seqs[start])]
+            reuse = self._reuse(story_id, form, offsets, query_positions[start:end].tolist(),
+                                source_positions[start:end].tolist())
+            if reuse is not None:
+                found.append(reuse)
+        return sorted(found, key=lambda r: (-r.chars, r.source))
+
+    def _source_text(self, story_id: str) -> str:
+        return self._texts[story_id] if self._text_of is None else self._text_of(story_id)
+
+    def _chains(self, query_positions: list[int], source_positions: list[int]) -> list[list[tuple[int, int]]]:
+        """The seeds (query position, source position) in chains: each seed joins the latest chain whose last
+        seed is on its diagonal (within ``drift``) and at most ``max_gap`` characters before it, in both texts;
+        chains of fewer than ``min_seeds`` are dropped (scattered common phrases, not a passage)."""
+        chains: list[list[tuple[int, int]]] = []
+        latest: dict[int, list[tuple[int, int]]] = {}  # diagonal -> the latest chain ending on it
+        for q, s in sorted(zip(query_positions, source_positions)):
+            diagonal = s - q
+            for shift in self._shifts:  # its own diagonal first, then the nearest ones
+                chain = latest.get(diagonal + shift)
+                if chain is not None and 0 < q - chain[-1][0] <= self.max_gap + self.k and 0 < s - chain[-1][1]:
+                    chain.append((q, s))
+                    break
+            else:
+                chain = [(q, s)]
+                chains.append(chain)
+            latest[diagonal] = chain
+        return [chain for chain in chains if len(chain) >= self.min_seeds]
+
+    def _reuse(self, story_id: str, form: str, offsets: list[int], query_positions: list[int],
+               source_positions: list[int]) -> Reuse | None:
+        chains = self._chains(query_positions, source_positions)
+        if not chains:
+            return None
+        source_text = self._source_text(story_id)
+        source_form, source_offsets = exact_form_with_offsets(source_text)
+        # Each seed extended both ways along its diagonal while the characters agree: exact blocks (q, s, length).
+        blocks: set[tuple[int, int, int]] = set()
+        reach: dict[int, int] = {}  # diagonal -> where the last block on it ends in the new text
+        for chain in chains:
+            for q, s in chain:
+                if q < reach.get(s - q, -1):
+                    continue  # inside a block already found
+                left = _common_suffix(form, q, source_form, s)
+                right = _common_prefix(form, q, source_form, s)
+                reach[s - q] = q + right
+                if left + right >= self.min_block:
+                    blocks.add((q - left, s - left, left + right))
+        # Blocks that follow each other in both texts, with gaps of up to max_gap (a word changed, a clause cut),
+        # are one passage: (q start, q end, s start, s end, aligned characters).
+        spans: list[list[int]] = []
+        for q, s, n in sorted(blocks):
+            last = spans[-1] if spans else None
+            if last and -self.drift <= q - last[1] <= self.max_gap and -self.drift <= s - last[3] <= self.max_gap \
+                    and q + n > last[1] and s + n > last[3]:
+                last[4] += min(n, q + n - last[1], s + n - last[3])
+                last[1], last[3] = max(last[1], q + n), max(last[3], s + n)
+            else:
+                spans.append([q, q + n, s, s + n, n])
+        # One stretch of the new text counts once (a source repeating itself offers it twice): the longest wins.
+        kept: list[list[int]] = []
+        kept_by_start: list[list[int]] = []
+        starts: list[int] = []  # the kept spans' starts, in order, for bisection
+        for span in sorted(spans, key=lambda item: -item[4]):
+            at = bisect_right(starts, span[0])
+            if (at and kept_by_start[at - 1][1] > span[0]) or (at < len(starts) and starts[at] < span[1]):
+                continue
+            if len(_CJK.findall(form, span[0], span[1])) >= self.min_cjk * (span[1] - span[0]):
+                starts.insert(at, span[0])
+                kept_by_start.insert(at, span)
+                kept.append(span)
+        chars = sum(span[4] for span in kept)
+        if not kept or chars < self.min_chars:
+            return None
+        passages = tuple(Passage(offsets[q0], offsets[q1 - 1] + 1 - offsets[q0], source_offsets[s0],
+                                 source_offsets[s1 - 1] + 1 - source_offsets[s0], n)
+                         for q0, q1, s0, s1, n in sorted(kept))
+        return Reuse(story_id, passages, chars, round(chars / len(form), 4), round(chars / len(source_form), 4))
+
+
+def _common_prefix(a: str, i: int, b: str, j: int) -> int:
+    """How many characters ``a[i:]`` and ``b[j:]`` share at their start (compared in growing slices, in C)."""
+    n, step = 0, 32
+    while True:
+        x, y = a[i + n : i + n + step], b[j + n : j + n + step]
+        if x != y or len(x) < step:
+            return n + len(commonprefix((x, y)))
+        n, step = n + step, step * 2
+
+
+def _common_suffix(a: str, i: int, b: str, j: int) -> int:
+    """How many characters ``a[:i]`` and ``b[:j]`` share at their end."""
+    n, step = 0, 32
+    while True:
+        x, y = a[max(0, i - n - step) : i - n], b[max(0, j - n - step) : j - n]
+        if x != y or len(x) < step or len(y) < step:
+            return n + len(commonprefix((x[::-1], y[::-1])))
+        n, step = n + step, step * 2
+
+
+def overlaps(passages: Collection[Passage], start: int, end: int, source_start: int, source_end: int) -> bool:
+    """Whether any passage overlaps both ``[start, end)`` of the new text and ``[source_start, source_end)`` of the
+    source (how a labelled passage counts as found)."""
+    return any(p.start < end and start < p.start + p.length
+               and p.source_start < source_end and source_start < p.source_start + p.source_length
+               for p in passages)
