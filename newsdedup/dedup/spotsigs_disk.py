@@ -151,6 +151,11 @@ def _overlap_bound(threshold: float, lengths):
     return np.maximum(1, np.ceil(threshold * np.asarray(lengths, dtype=np.float64)).astype(np.int64) - 1)
 
 
+def _pair_overlap_bound(tau: float, length: int, lengths: np.ndarray) -> np.ndarray:
+    """A lower bound on the overlap of a pair with Jaccard ``>= tau``: ``tau (|q| + |d|) / (1 + tau)``, less one."""
+    return np.maximum(1, np.ceil(tau * (length + lengths) / (1.0 + tau)).astype(np.int64) - 1)
+
+
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, concatenated."""
     total = int(lengths.sum())
@@ -315,23 +320,25 @@ class _Segment:
         # the query may contain (query tokens against each document's containment prefix).
         probe = max(query.jaccard_probe, query.shorter_probe)
         chosen = ids[:probe][present[:probe]]
-        query_position = np.flatnonzero(present[:probe])
         if len(chosen):
             starts = self.prefix_offsets[chosen]
             sizes = self.prefix_offsets[chosen + 1] - starts
             where = _ranges(starts, sizes)
             docs = np.asarray(self.prefix_docs[where]).astype(np.int64)
             doc_lengths = self.lengths[docs].astype(np.int64)
-            by_jaccard = np.repeat(query_position < query.jaccard_probe, sizes)
-            by_jaccard &= (doc_lengths >= query.jaccard_low) & (doc_lengths <= query.jaccard_high)
-            keep = by_jaccard
+            query_position = np.repeat(np.flatnonzero(present[:probe]), sizes)
+            doc_position = np.asarray(self.prefix_pos[where]).astype(np.int64)
+            if query.tau is not None:
+                keep = (query_position < query.jaccard_probe) & (doc_lengths >= query.jaccard_low) & \
+                    (doc_lengths <= query.jaccard_high)
+                found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
+                                              lambda lengths: _pair_overlap_bound(query.tau, length, lengths)))
             if query.containment is not None:
                 cut = doc_lengths - _overlap_bound(query.containment, doc_lengths) + 1
-                by_containment = np.repeat(query_position < query.shorter_probe, sizes)
-                by_containment &= (np.asarray(self.prefix_pos[where]) < cut) & (doc_lengths <= length)
-                by_containment &= doc_lengths >= query.shorter_low
-                keep = keep | by_containment
-            found.append(docs[keep])
+                keep = (query_position < query.shorter_probe) & (doc_position < cut) & (doc_lengths <= length) & \
+                    (doc_lengths >= query.shorter_low)
+                found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
+                                              lambda lengths: _overlap_bound(query.containment, lengths)))
         # Full lists: longer documents that may contain the query.
         if query.containment is not None and query.longer_probe:
             chosen = ids[: query.longer_probe][present[: query.longer_probe]]
@@ -339,7 +346,10 @@ class _Segment:
             sizes = self.full_offsets[chosen + 1] - starts
             docs = np.asarray(self.full_docs[_ranges(starts, sizes)]).astype(np.int64)
             doc_lengths = self.lengths[docs]
-            found.append(docs[(doc_lengths >= length) & (doc_lengths <= query.longer_high)])
+            keep = (doc_lengths >= length) & (doc_lengths <= query.longer_high)
+            query_position = np.repeat(np.flatnonzero(present[: query.longer_probe]), sizes)[keep]
+            need = int(_overlap_bound(query.containment, length))
+            found.append(self._positional(docs[keep], query_position, None, query, lambda lengths: need))
         if not found:
             return []
         candidates = np.unique(np.concatenate(found))
@@ -348,6 +358,30 @@ class _Segment:
             return []
         overlap = self._overlap(candidates, query)
         return query.judge(np.asarray(self.keys[candidates]), self.lengths[candidates].astype(np.int64), overlap)
+
+    def _positional(self, docs: np.ndarray, query_position: np.ndarray, doc_position: np.ndarray | None,
+                    query: _Query, needed) -> np.ndarray:
+        """The documents whose matches so far leave room for the overlap ``needed(lengths)`` (PPJoin's
+        positional filter, Xiao et al. WWW 2008).
+
+        Query and document order tokens alike (the segment's order), so every common token before a
+        document's last match in the probed prefixes was matched there too: after ``matches`` matches, the
+        last at query position ``i`` and document position ``j``, the overlap is at most
+        ``matches + min(|q| - i - 1, |d| - j - 1)`` (``|d| - j - 1`` unknown for full lists: not used).
+        """
+        if not len(docs):
+            return docs
+        order = np.lexsort((query_position, docs))
+        docs = docs[order]
+        first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+        matches = np.diff(np.append(first, len(docs)))
+        last = order[np.append(first[1:], len(docs)) - 1]
+        unique = docs[first]
+        lengths = self.lengths[unique].astype(np.int64)
+        room = query.length - query_position[last] - 1
+        if doc_position is not None:
+            room = np.minimum(room, lengths - doc_position[last] - 1)
+        return unique[matches + room >= needed(lengths)]
 
     def _overlap(self, candidates: np.ndarray, query: _Query) -> np.ndarray:
         """Exact multiset overlap sum(min counts) of each candidate with the query."""
@@ -587,6 +621,36 @@ class PersistentSpotSigsIndex:
                 segment.dirty = True
                 return True
         return False
+
+    def bulk_add(self, rows: Iterable[tuple[int, Mapping[int, int], int]]) -> int:
+        """Add many ``(key, spots, time)`` rows at once, straight into segments of ``max_segment_docs``
+        (the first build from an existing store, or a benchmark); returns how many were indexed.
+
+        No log: the rows become durable at the checkpoint that ends the call.
+        """
+        self.checkpoint()
+        added = 0
+        chunk: list[tuple[int, dict[int, int], int]] = []
+
+        def write() -> None:
+            nonlocal chunk
+            if chunk:
+                self._delta_docs = {key: (spots, time) for key, spots, time in chunk}
+                self.segments.append(self._write_segment(self._delta_as_docs()))
+                self._delta_docs, chunk = {}, []
+
+        for key, signatures, time in rows:
+            spots = _positive_spots(signatures)
+            self.high_water_mark = _check_row(key, self.high_water_mark)
+            _check_time(time)
+            if sum(spots.values()) >= self.min_signatures:
+                chunk.append((key, spots, int(time)))
+                added += 1
+                if len(chunk) >= self.max_segment_docs:
+                    write()
+        write()
+        self.checkpoint()
+        return added
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self) -> None:
