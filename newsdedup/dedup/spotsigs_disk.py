@@ -106,7 +106,13 @@ _MIX_2 = _U64(0xBF58476D1CE4E5B9)
 _MIX_3 = _U64(0x94D049BB133111EB)
 _MAX_U32 = (1 << 32) - 1
 _MAX_KEY = (1 << 63) - 1
-_POSITION_CAP = 65535  # prefix positions are uint16; a larger one is stored as the cap (a spare candidate at worst)
+#: Prefixes hold this many tokens more than the bare prefix-filtering bound, so a pair that can qualify shares
+#: at least this many tokens in them (the l-prefix scheme of Wang, Li and Feng, SIGMOD 2012): a document met
+#: through one common token only, the bulk of what the lists return, is dropped without reading its spots.
+PREFIX_EXTENSION = 3
+_POSITION_CAP = 65535
+_MAX_SEGMENT_DOCS = (1 << 24) - 1  # document numbers and query positions are packed into 24 bits each
+_MAX_QUERY_LENGTH = (1 << 24) - 1  # prefix positions are uint16; a larger one is stored as the cap (a spare candidate at worst)
 
 # Log records: kind, row id, key, time, number of spots; then spots (uint64) and counts (uint32); then CRC32.
 _HEADER = struct.Struct("<BqqII")
@@ -216,7 +222,7 @@ def _build_segment(folder: Path, docs: _Docs, *, tau: float, min_containment: fl
     token_id, doc_of = token_id[in_doc_order], doc_of[in_doc_order]
     del in_doc_order, rank
     position = np.arange(len(tokens), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    prefix = np.repeat(lengths - _prefix_overlap(lengths, tau, min_containment) + 1, lengths)
+    prefix = np.repeat(lengths - _prefix_overlap(lengths, tau, min_containment) + PREFIX_EXTENSION, lengths)
     keep = position < prefix
     by_token = np.argsort((token_id[keep].astype(np.uint64) << _U64(32)) | doc_of[keep])
     prefix_ids = token_id[keep][by_token]
@@ -269,7 +275,8 @@ class _Segment:
         self.folder = folder
         self.name = folder.name
         for name in _SEGMENT_ARRAYS:
-            setattr(self, name, np.load(folder / f"{name}.npy", mmap_mode="r"))
+            # A plain ndarray view of the map: numpy's memmap subclass costs ~10 us on every slice.
+            setattr(self, name, np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray))
         for name in _MUTABLE_ARRAYS:
             setattr(self, name, np.load(folder / f"{name}.npy"))  # in RAM: read on every query, changed in place
         self.dirty = False
@@ -331,14 +338,17 @@ class _Segment:
             if query.tau is not None:
                 keep = (query_position < query.jaccard_probe) & (doc_lengths >= query.jaccard_low) & \
                     (doc_lengths <= query.jaccard_high)
-                found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
-                                              lambda lengths: _pair_overlap_bound(query.tau, length, lengths)))
+                found.append(self._positional(
+                    docs[keep], query_position[keep], doc_position[keep], query,
+                    needed=lambda lengths: _pair_overlap_bound(query.tau, length, lengths),
+                    shared=lambda lengths: np.maximum(_overlap_bound(query.tau, lengths), query.jaccard_side)))
             if query.containment is not None:
-                cut = doc_lengths - _overlap_bound(query.containment, doc_lengths) + 1
+                cut = doc_lengths - _overlap_bound(query.containment, doc_lengths) + PREFIX_EXTENSION
                 keep = (query_position < query.shorter_probe) & (doc_position < cut) & (doc_lengths <= length) & \
                     (doc_lengths >= query.shorter_low)
+                bound = lambda lengths: _overlap_bound(query.containment, lengths)  # noqa: E731
                 found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
-                                              lambda lengths: _overlap_bound(query.containment, lengths)))
+                                              needed=bound, shared=bound))
         # Full lists: longer documents that may contain the query.
         if query.containment is not None and query.longer_probe:
             chosen = ids[: query.longer_probe][present[: query.longer_probe]]
@@ -349,7 +359,8 @@ class _Segment:
             keep = (doc_lengths >= length) & (doc_lengths <= query.longer_high)
             query_position = np.repeat(np.flatnonzero(present[: query.longer_probe]), sizes)[keep]
             need = int(_overlap_bound(query.containment, length))
-            found.append(self._positional(docs[keep], query_position, None, query, lambda lengths: need))
+            found.append(self._positional(docs[keep], query_position, None, query,
+                                          needed=lambda lengths: need, shared=lambda lengths: need))
         if not found:
             return []
         candidates = np.unique(np.concatenate(found))
@@ -360,28 +371,34 @@ class _Segment:
         return query.judge(np.asarray(self.keys[candidates]), self.lengths[candidates].astype(np.int64), overlap)
 
     def _positional(self, docs: np.ndarray, query_position: np.ndarray, doc_position: np.ndarray | None,
-                    query: _Query, needed) -> np.ndarray:
-        """The documents whose matches so far leave room for the overlap ``needed(lengths)`` (PPJoin's
-        positional filter, Xiao et al. WWW 2008).
+                    query: _Query, *, needed, shared) -> np.ndarray:
+        """The documents whose matches in the probed prefixes can still reach the overlap ``needed(lengths)``.
 
-        Query and document order tokens alike (the segment's order), so every common token before a
-        document's last match in the probed prefixes was matched there too: after ``matches`` matches, the
-        last at query position ``i`` and document position ``j``, the overlap is at most
-        ``matches + min(|q| - i - 1, |d| - j - 1)`` (``|d| - j - 1`` unknown for full lists: not used).
+        Two exact filters. The l-prefix bound: prefixes ``PREFIX_EXTENSION`` tokens longer than the overlap
+        bound ``a = shared(lengths)`` of the prefix lengths share ``min(PREFIX_EXTENSION, a)`` tokens or
+        more in any qualifying pair. PPJoin's positional filter (Xiao et al. WWW 2008): query and document
+        order tokens alike (the segment's order), so every common token before a document's last match was
+        matched too; after ``m`` matches, the last at query position ``i`` and document position ``j``, the
+        overlap is at most ``m + min(|q| - i - 1, |d| - j - 1)`` (``j`` unknown for the full lists: unused).
         """
         if not len(docs):
             return docs
-        order = np.lexsort((query_position, docs))
-        docs = docs[order]
+        # One sort of a packed key (document, query position, document position) instead of a lexsort.
+        key = (docs.astype(np.uint64) << _U64(40)) | (query_position.astype(np.uint64) << _U64(16))
+        if doc_position is not None:
+            key |= doc_position.astype(np.uint64)
+        key.sort()
+        docs = (key >> _U64(40)).astype(np.int64)
         first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
         matches = np.diff(np.append(first, len(docs)))
-        last = order[np.append(first[1:], len(docs)) - 1]
+        last = key[np.append(first[1:], len(docs)) - 1]
         unique = docs[first]
         lengths = self.lengths[unique].astype(np.int64)
-        room = query.length - query_position[last] - 1
+        room = query.length - ((last >> _U64(16)) & _U64(0xFFFFFF)).astype(np.int64) - 1
         if doc_position is not None:
-            room = np.minimum(room, lengths - doc_position[last] - 1)
-        return unique[matches + room >= needed(lengths)]
+            room = np.minimum(room, lengths - (last & _U64(0xFFFF)).astype(np.int64) - 1)
+        keep = (matches >= np.minimum(PREFIX_EXTENSION, shared(lengths))) & (matches + room >= needed(lengths))
+        return unique[keep]
 
     def _overlap(self, candidates: np.ndarray, query: _Query) -> np.ndarray:
         """Exact multiset overlap sum(min counts) of each candidate with the query."""
@@ -407,9 +424,12 @@ class _Query:
         self.spots = np.array([spot for spot, _ in items], dtype=np.uint64)
         self.counts = np.array([count for _, count in items], dtype=np.uint32)
         self.length = length = int(self.counts.sum())
+        if length > _MAX_QUERY_LENGTH:
+            raise ValueError(f"a query of {length} spots is longer than the {_MAX_QUERY_LENGTH} supported: split it")
         self.tokens = spot_tokens(self.spots, self.counts)
         self.tau, self.containment, self.min_spots, self.min_ratio = tau, containment, min_spots, min_ratio
-        self.jaccard_probe = length - int(_overlap_bound(tau, length)) + 1 if tau is not None else 0
+        self.jaccard_side = int(_overlap_bound(tau, length)) if tau is not None else 0
+        self.jaccard_probe = length - self.jaccard_side + PREFIX_EXTENSION if tau is not None else 0
         # Length bounds, one wider than exact each side (the judge decides exactly).
         self.jaccard_low = int(tau * length) - 1 if tau is not None else 0
         self.jaccard_high = int(length / tau) + 1 if tau is not None else -1
@@ -417,8 +437,8 @@ class _Query:
         self.shorter_low, self.longer_high = 0, -1
         if containment is not None:
             self.shorter_low = max(1, min_spots, int(min_ratio * length) - 1)
-            self.shorter_probe = length - int(_overlap_bound(containment, self.shorter_low)) + 1
-            self.longer_probe = length - int(_overlap_bound(containment, length)) + 1
+            self.shorter_probe = length - int(_overlap_bound(containment, self.shorter_low)) + PREFIX_EXTENSION
+            self.longer_probe = length - int(_overlap_bound(containment, length)) + PREFIX_EXTENSION
             self.longer_high = int(length / min_ratio) + 1
 
     def judge(self, keys: np.ndarray, lengths: np.ndarray, overlap: np.ndarray) -> list[tuple[int, float, str]]:
@@ -451,8 +471,9 @@ class PersistentSpotSigsIndex:
         self.tau = SpotSigsIndex._check_tau(tau)
         if not 0.0 < min_containment <= 1.0:
             raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
-        if flush_docs < 1 or max_segment_docs < flush_docs:
-            raise ValueError(f"need 1 <= flush_docs <= max_segment_docs, got {flush_docs} and {max_segment_docs}")
+        if flush_docs < 1 or not flush_docs <= max_segment_docs <= _MAX_SEGMENT_DOCS:
+            raise ValueError(f"need 1 <= flush_docs <= max_segment_docs <= {_MAX_SEGMENT_DOCS}, got {flush_docs} "
+                             f"and {max_segment_docs}")
         self.min_containment = float(min_containment)
         self.min_signatures = min_signatures
         self.flush_docs, self.max_segment_docs = flush_docs, max_segment_docs
@@ -475,6 +496,9 @@ class PersistentSpotSigsIndex:
             if manifest.get("format") != _FORMAT:
                 raise ValueError(f"{self.path}: near-duplicate state format {manifest.get('format')} is not "
                                  f"{_FORMAT}: delete the folder to rebuild it from the store")
+            if manifest.get("prefix_extension") != PREFIX_EXTENSION:
+                raise ValueError(f"{self.path}: built with prefixes extended by {manifest.get('prefix_extension')}, "
+                                 f"this version uses {PREFIX_EXTENSION}: delete the folder to rebuild it")
             built = (manifest["tau"], manifest["min_containment"])
             if built != (self.tau, self.min_containment):
                 raise ValueError(f"{self.path}: built for tau {built[0]} and containment {built[1]}, asked for "
@@ -549,6 +573,7 @@ class PersistentSpotSigsIndex:
 
     def _write_manifest(self) -> None:
         manifest = {"format": _FORMAT, "tau": self.tau, "min_containment": self.min_containment,
+                    "prefix_extension": PREFIX_EXTENSION,
                     "segments": [segment.name for segment in self.segments], "log": self._log_path.name,
                     "next_segment": self._next_segment, "window_start": self.window_start,
                     "high_water_mark": self.high_water_mark}
@@ -750,7 +775,8 @@ class PersistentSpotSigsIndex:
         query = _Query(spots, tau, None)
         hits = [(key, score) for segment in self.segments
                 for key, score, _ in segment.search(query, self.window_start)]
-        hits += self._delta.query(spots, tau)
+        if self._delta_docs:
+            hits += self._delta.query(spots, tau)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits
 
@@ -769,7 +795,8 @@ class PersistentSpotSigsIndex:
         query = _Query(spots, None, min_containment, min_spots, min_ratio)
         hits = [(key, score) for segment in self.segments
                 for key, score, _ in segment.search(query, self.window_start)]
-        hits += self._delta.contained(spots, min_containment=min_containment, min_spots=min_spots,
+        if self._delta_docs:
+            hits += self._delta.contained(spots, min_containment=min_containment, min_spots=min_spots,
                                       min_ratio=min_ratio)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits
@@ -809,8 +836,15 @@ class PersistentSpotSigsIndex:
 
 
 def _positive_spots(signatures: Mapping[int, int]) -> dict[int, int]:
+    """The spots with a positive count, checked: unsigned 64-bit spots, integer counts."""
     if not isinstance(signatures, Mapping):
         raise ValueError(f"signatures must be a mapping spot -> count, got {type(signatures).__name__}")
+    if not signatures:
+        return {}
+    # Fast path, in C loops: plain ints in range, positive counts (what the pipeline always passes).
+    if {*map(type, signatures), *map(type, signatures.values())} == {int} and min(signatures) >= 0 and \
+            max(signatures) < 1 << 64 and 0 < min(signatures.values()) and max(signatures.values()) <= _MAX_U32:
+        return dict(signatures)
     spots: dict[int, int] = {}
     for spot, count in signatures.items():
         if isinstance(count, bool) or not isinstance(count, int):
