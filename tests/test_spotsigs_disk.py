@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,6 +167,17 @@ def test_a_torn_log_record_is_cut_off(tmp_path):
     assert len(reopened) == len(kept)
     for doc in corpus.docs:
         assert searched(reopened, doc) == brute_force(kept, doc)
+    # A log whose only record is torn: the torn bytes are cut, so what is logged after them is read back.
+    lost, later = Counter({spot: 1 for spot in range(100, 140)}), Counter({spot: 1 for spot in range(200, 240)})
+    reopened.add(last, lost, time=11)
+    log = reopened._log_path
+    reopened.close()
+    log.write_bytes(log.read_bytes()[:-3])
+    again = open_index(tmp_path / "near")
+    assert again.query(lost) == []
+    again.add(last + 1, later, time=12)
+    again.close()
+    assert open_index(tmp_path / "near").query(later) == [(last + 1, 1.0)]
 
 
 def test_retention_window_touch_and_compaction(tmp_path):
@@ -205,3 +217,79 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     index.close()
     with pytest.raises(ValueError, match="built for tau 0.5"):
         PersistentSpotSigsIndex(tmp_path / "near", tau=0.6)
+
+
+def test_pairs_exactly_at_the_thresholds_through_their_most_frequent_spots(tmp_path):
+    """The adversarial case for prefix filtering: what two documents share are the segment's most frequent spots,
+    so only the last tokens of each prefix can meet, and the overlap is exactly the least that qualifies."""
+    rng = random.Random(1)
+    common = [rng.getrandbits(64) for _ in range(40)]
+    own = lambda n: [rng.getrandbits(64) for _ in range(n)]  # noqa: E731 - spots no other document has
+    stored: dict[int, Counter] = {}
+    for key in range(60):  # fillers make the common spots frequent
+        stored[key] = Counter(rng.sample(common, 12) + own(30))
+    queries = []
+    for key in range(60, 100, 2):
+        shared = rng.sample(common, 20)
+        stored[key] = Counter(shared + own(10))  # Jaccard with the query: 20 / 40 = 0.5 exactly
+        queries.append(Counter(shared + own(10)))
+        short = rng.sample(shared, 8)
+        stored[key + 1] = Counter(short + own(2))  # 10 spots, 8 of them in a 60-spot query: containment 0.8
+        queries.append(Counter(shared + short + own(32)))
+    index = open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000)
+    index.bulk_add((key, doc, 1) for key, doc in stored.items())
+    for query in queries:
+        expected = brute_force(stored, query)
+        assert expected[0] or expected[1]
+        assert searched(index, query) == expected
+
+
+def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
+    """kill -9 while a process adds documents: reopening keeps every complete record and nothing else."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = textwrap.dedent(f"""
+        import random, sys
+        from collections import Counter
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_spotsigs_disk import Corpus, open_index
+        corpus = Corpus(seed=13)
+        index = open_index({str(tmp_path / "near")!r}, flush_docs=100_000, max_segment_docs=100_000)
+        for key in range(100_000):
+            index.add(key, corpus.next(), time=7)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        logs = []
+        while time.monotonic() < deadline:  # wait until it has logged a few hundred records
+            logs = [path for path in (tmp_path / "near").glob("log-*")] if (tmp_path / "near").exists() else []
+            if logs and logs[0].stat().st_size > 200_000:
+                break
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert logs, "the writer never logged"
+    reopened = open_index(tmp_path / "near")
+    written = reopened.high_water_mark
+    assert written > 100
+    corpus = Corpus(seed=13)
+    docs = [corpus.next() for _ in range(written + 1)]
+    stored = {key: doc for key, doc in enumerate(docs) if doc.total() >= MIN_SIGNATURES}
+    assert len(reopened) == len(stored)
+    for doc in docs[::7]:
+        assert searched(reopened, doc) == brute_force(stored, doc)
+    # The store committed less than was logged: roll back to its last row.
+    reopened.close()
+    mark = written // 2
+    rolled = open_index(tmp_path / "near", store_mark=mark)
+    kept = {key: doc for key, doc in stored.items() if key <= mark}
+    assert rolled.high_water_mark == mark and len(rolled) == len(kept)
+    for doc in docs[::7]:
+        assert searched(rolled, doc) == brute_force(kept, doc)
