@@ -291,6 +291,9 @@ class _Segment:
     def visible(self, window_start: int) -> np.ndarray:
         return ~self.deleted & (self.times >= window_start)
 
+    def shows(self, local: int, window_start: int) -> bool:
+        return local >= 0 and not self.deleted[local] and int(self.times[local]) >= window_start
+
     def docs(self, mask: np.ndarray) -> _Docs:
         """The documents selected by ``mask``, as flat arrays (for a merge)."""
         chosen = np.flatnonzero(mask)
@@ -811,7 +814,7 @@ class PersistentSpotSigsIndex:
             return self._delta.jaccard(key, spots)
         for segment in self.segments:
             local = segment.find(key)
-            if local >= 0 and segment.visible(self.window_start)[local]:
+            if segment.shows(local, self.window_start):
                 query = _Query(spots, None, None)
                 common = segment.overlap_of(local, query)
                 return common / (query.length + int(segment.lengths[local]) - common)
@@ -826,8 +829,7 @@ class PersistentSpotSigsIndex:
         if isinstance(key, bool) or not isinstance(key, int):
             return False
         for segment in self.segments:
-            local = segment.find(key)
-            if local >= 0 and segment.visible(self.window_start)[local]:
+            if segment.shows(segment.find(key), self.window_start):
                 return True
         return False
 
