@@ -465,13 +465,15 @@ class PersistentSpotSigsIndex:
     Keys are the store's row ids (int), added in ascending order; spots are unsigned 64-bit hashes (as the
     pipeline makes them) with positive integer counts; times are seconds since the epoch.
     ``store_mark``: the store's last committed row id, when opening an existing state (None: trust the state).
+    ``auto_checkpoint``: checkpoint as soon as the delta holds ``flush_docs`` documents; a writer whose store
+    commits in batches passes False and calls :meth:`checkpoint` after a commit when :attr:`needs_checkpoint`.
     """
 
     def __init__(self, path: str | Path, *, tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU,
                  min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
                  min_containment: float = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
                  flush_docs: int = 20_000, max_segment_docs: int = 1_000_000,
-                 store_mark: int | None = None) -> None:
+                 store_mark: int | None = None, auto_checkpoint: bool = True) -> None:
         self.tau = SpotSigsIndex._check_tau(tau)
         if not 0.0 < min_containment <= 1.0:
             raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
@@ -481,6 +483,7 @@ class PersistentSpotSigsIndex:
         self.min_containment = float(min_containment)
         self.min_signatures = min_signatures
         self.flush_docs, self.max_segment_docs = flush_docs, max_segment_docs
+        self.auto_checkpoint = auto_checkpoint
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.window_start = 0
@@ -627,7 +630,7 @@ class PersistentSpotSigsIndex:
             if changed and log:
                 self._append(kind, row, key, time)
         self.high_water_mark = max(self.high_water_mark, row)
-        if kind == _ADD and log and len(self._delta_docs) >= self.flush_docs:
+        if kind == _ADD and log and self.auto_checkpoint and self.needs_checkpoint:
             self.checkpoint()
         return changed
 
@@ -682,6 +685,11 @@ class PersistentSpotSigsIndex:
         return added
 
     # ------------------------------------------------------------------ checkpoints
+    @property
+    def needs_checkpoint(self) -> bool:
+        """The delta holds ``flush_docs`` documents: time to write it as a segment (see :meth:`checkpoint`)."""
+        return len(self._delta_docs) >= self.flush_docs
+
     def checkpoint(self) -> None:
         """Write the delta as a segment, merge and compact segments, start a new log (all atomic).
 
