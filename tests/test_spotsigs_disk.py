@@ -1,0 +1,295 @@
+"""PersistentSpotSigsIndex: the same decisions as brute force and SpotSigsIndex, across segments, reopening,
+rollback to the store's row ids, torn logs and the retention window."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from newsdedup.dedup.spotsigs import multiset_jaccard
+from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex, spot_tokens
+from newsdedup.dedup.spotsigs_index import SpotSigsIndex
+
+TAU, CONTAINMENT, MIN_SPOTS, RATIO, MIN_SIGNATURES = 0.5, 0.8, 10, 0.15, 5
+
+
+class Corpus:
+    """Small spot multisets with the shapes that matter: a skewed vocabulary (frequent spots), one-off spots,
+    repeated spots, edited copies, short versions (contained) and extended versions (containing)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.vocabulary = [self.rng.getrandbits(64) for _ in range(400)]
+        self.docs: list[Counter] = []
+
+    def spot(self) -> int:
+        if self.rng.random() < 0.2:
+            return self.rng.getrandbits(64)
+        return self.vocabulary[min(int(self.rng.paretovariate(0.7)) - 1, len(self.vocabulary) - 1)]
+
+    def fresh(self) -> Counter:
+        spots: list[int] = []
+        for _ in range(self.rng.randint(3, 120)):
+            spots.append(self.rng.choice(spots) if spots and self.rng.random() < 0.1 else self.spot())
+        return Counter(spots)
+
+    def variant(self, doc: Counter) -> Counter:
+        occurrences = list(doc.elements())
+        self.rng.shuffle(occurrences)
+        shape = self.rng.random()
+        if shape < 0.4:  # an edited copy
+            cut = int(len(occurrences) * self.rng.uniform(0.0, 0.5))
+            return Counter(occurrences[cut:] + [self.spot() for _ in range(cut)])
+        if shape < 0.7:  # a short version
+            return Counter(occurrences[: max(1, int(len(occurrences) * self.rng.uniform(0.1, 0.6)))])
+        extra = int(len(occurrences) * self.rng.uniform(0.1, 4.0))  # an extended version
+        return Counter(occurrences + [self.spot() for _ in range(extra)])
+
+    def next(self) -> Counter:
+        doc = self.variant(self.rng.choice(self.docs)) if self.docs and self.rng.random() < 0.5 else self.fresh()
+        self.docs.append(doc)
+        return doc
+
+
+def brute_force(stored: dict[int, Counter], query: Counter) -> tuple[list, list]:
+    """Jaccard hits and containment hits by comparing every stored document, as the method defines them."""
+    length = sum(query.values())
+    jaccard, contained = [], []
+    for key, doc in stored.items():
+        similarity = multiset_jaccard(query, doc)
+        if length >= MIN_SIGNATURES and similarity >= TAU:
+            jaccard.append((key, similarity))
+        smaller, larger = min(length, doc.total()), max(length, doc.total())
+        common = sum((query & doc).values())
+        if length >= max(MIN_SPOTS, MIN_SIGNATURES) and smaller >= MIN_SPOTS and smaller / larger >= RATIO \
+                and common / smaller >= CONTAINMENT:
+            contained.append((key, common / smaller))
+    return sorted(jaccard, key=lambda hit: (-hit[1], hit[0])), sorted(contained, key=lambda hit: (-hit[1], hit[0]))
+
+
+def searched(index, query: Counter) -> tuple[list, list]:
+    return index.query(query), index.contained(query, min_containment=CONTAINMENT, min_spots=MIN_SPOTS,
+                                               min_ratio=RATIO)
+
+
+def open_index(path, **kwargs) -> PersistentSpotSigsIndex:
+    kwargs.setdefault("flush_docs", 40)
+    kwargs.setdefault("max_segment_docs", 200)
+    return PersistentSpotSigsIndex(path, tau=TAU, min_signatures=MIN_SIGNATURES, min_containment=CONTAINMENT,
+                                   **kwargs)
+
+
+def test_tokens_turn_multiset_overlap_into_set_overlap():
+    a = Counter({1: 3, 2: 1, 7: 2})
+    b = Counter({1: 2, 2: 2, 9: 1})
+    tokens_a = spot_tokens(np.array(sorted(a), np.uint64), np.array([a[s] for s in sorted(a)], np.uint32))
+    tokens_b = spot_tokens(np.array(sorted(b), np.uint64), np.array([b[s] for s in sorted(b)], np.uint32))
+    assert len(set(tokens_a.tolist())) == a.total()
+    assert len(set(tokens_a.tolist()) & set(tokens_b.tolist())) == sum((a & b).values()) == 3
+
+
+def test_decisions_equal_brute_force_and_the_in_memory_index(tmp_path):
+    corpus = Corpus(seed=7)
+    index = open_index(tmp_path / "near")
+    memory = SpotSigsIndex(tau=TAU, min_signatures=MIN_SIGNATURES)
+    stored: dict[int, Counter] = {}
+    checked = found = contained_found = 0
+    for key in range(600):
+        doc = corpus.next()
+        if key % 3 == 0 and stored:  # Single-Pass queries, then stores
+            expected = brute_force(stored, doc)
+            got = searched(index, doc)
+            assert got == expected, key
+            assert got == searched(memory, doc)
+            checked += 1
+            found += bool(expected[0])
+            contained_found += bool(expected[1])
+        if index.add(key, doc, time=1000 + key):
+            stored[key] = doc
+        memory.add(key, doc)
+    assert len(index.segments) >= 2 and index.stats()["delta"] > 0  # segments and the delta both searched
+    assert found > 50 and contained_found > 50, (found, contained_found)
+    # Queries at a higher tau, and reopening from the files only.
+    index.close()
+    reopened = open_index(tmp_path / "near")
+    assert len(reopened) == len(stored) and reopened.high_water_mark == 599
+    for doc in corpus.docs[::5]:
+        assert searched(reopened, doc) == brute_force(stored, doc)
+        assert reopened.query(doc, tau=0.7) == [hit for hit in brute_force(stored, doc)[0] if hit[1] >= 0.7]
+    key = next(iter(stored))
+    assert reopened.jaccard(key, corpus.docs[0]) == multiset_jaccard(corpus.docs[0], stored[key])
+
+
+def test_reopening_rolls_back_rows_the_store_never_committed(tmp_path):
+    corpus = Corpus(seed=11)
+    docs = [corpus.next() for _ in range(150)]
+    index = open_index(tmp_path / "near", flush_docs=50)
+    for key, doc in enumerate(docs):
+        index.add(key, doc, time=5000)
+    index.close()  # rows 0-99 are in segments, 100-149 in the log
+    behind = open_index(tmp_path / "near", store_mark=120)
+    assert behind.high_water_mark == 120
+    survivors = {key: doc for key, doc in enumerate(docs) if key <= 120 and doc.total() >= MIN_SIGNATURES}
+    assert len(behind) == len(survivors)
+    for doc in docs[::4]:
+        assert searched(behind, doc) == brute_force(survivors, doc)
+    behind.close()
+    further = open_index(tmp_path / "near", store_mark=60)  # behind what the segments hold
+    assert further.high_water_mark == 60 and 61 not in further and 60 in further
+    # The store reuses the abandoned row ids: the new documents under them are the ones found.
+    replacement = Counter({spot: 2 for spot in range(1, 30)})
+    further.add(61, replacement, time=6000)
+    assert further.query(replacement) == [(61, 1.0)]
+    further.checkpoint()
+    assert further.query(replacement) == [(61, 1.0)]
+
+
+def test_a_torn_log_record_is_cut_off(tmp_path):
+    corpus = Corpus(seed=3)
+    index = open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000)
+    docs = {}
+    for key in range(30):
+        doc = corpus.next()
+        if index.add(key, doc, time=10):
+            docs[key] = doc
+    log = index._log_path
+    index.close()
+    data = log.read_bytes()
+    log.write_bytes(data[:-7])  # kill -9 in the middle of the last record
+    reopened = open_index(tmp_path / "near")
+    last = max(docs)
+    kept = {key: doc for key, doc in docs.items() if key != last}
+    assert last not in reopened and reopened.high_water_mark == max(kept)
+    assert len(reopened) == len(kept)
+    for doc in corpus.docs:
+        assert searched(reopened, doc) == brute_force(kept, doc)
+    # A log whose only record is torn: the torn bytes are cut, so what is logged after them is read back.
+    lost, later = Counter({spot: 1 for spot in range(100, 140)}), Counter({spot: 1 for spot in range(200, 240)})
+    reopened.add(last, lost, time=11)
+    log = reopened._log_path
+    reopened.close()
+    log.write_bytes(log.read_bytes()[:-3])
+    again = open_index(tmp_path / "near")
+    assert again.query(lost) == []
+    again.add(last + 1, later, time=12)
+    again.close()
+    assert open_index(tmp_path / "near").query(later) == [(last + 1, 1.0)]
+
+
+def test_retention_window_touch_and_compaction(tmp_path):
+    corpus = Corpus(seed=5)
+    index = open_index(tmp_path / "near", flush_docs=20, max_segment_docs=60)
+    docs = {}
+    for key in range(120):
+        doc = corpus.next()
+        if index.add(key, doc, time=key):  # the time of a story's last copy, in seconds
+            docs[key] = doc
+    touched = min(docs)
+    index.touch(touched, time=500, row=120)  # its story got a copy, stored as row 120
+    index.expire(100)
+    window = {key: doc for key, doc in docs.items() if key >= 100 or key == touched}
+    assert len(index) == len(window)
+    for doc in corpus.docs:
+        assert searched(index, doc) == brute_force(window, doc)
+    before = index.stats()["bytes_on_disk"]
+    index.checkpoint()  # expired documents are dropped from the files
+    assert index.stats()["bytes_on_disk"] < before / 2
+    index.close()
+    reopened = open_index(tmp_path / "near")
+    assert len(reopened) == len(window) and reopened.high_water_mark == 120
+    for doc in corpus.docs[::3]:
+        assert searched(reopened, doc) == brute_force(window, doc)
+
+
+def test_bad_input_gets_a_clear_error(tmp_path):
+    index = open_index(tmp_path / "near")
+    index.add(5, Counter({1: 5}), time=1)
+    with pytest.raises(ValueError, match="not above the high-water mark"):
+        index.add(5, Counter({2: 5}), time=1)
+    with pytest.raises(ValueError, match="unsigned 64-bit"):
+        index.add(6, Counter({"的:新闻": 5}), time=1)
+    with pytest.raises(ValueError, match="built for tau"):
+        index.query(Counter({1: 5}), tau=0.3)
+    index.close()
+    with pytest.raises(ValueError, match="built for tau 0.5"):
+        PersistentSpotSigsIndex(tmp_path / "near", tau=0.6)
+
+
+def test_pairs_exactly_at_the_thresholds_through_their_most_frequent_spots(tmp_path):
+    """The adversarial case for prefix filtering: what two documents share are the segment's most frequent spots,
+    so only the last tokens of each prefix can meet, and the overlap is exactly the least that qualifies."""
+    rng = random.Random(1)
+    common = [rng.getrandbits(64) for _ in range(40)]
+    own = lambda n: [rng.getrandbits(64) for _ in range(n)]  # noqa: E731 - spots no other document has
+    stored: dict[int, Counter] = {}
+    for key in range(60):  # fillers make the common spots frequent
+        stored[key] = Counter(rng.sample(common, 12) + own(30))
+    queries = []
+    for key in range(60, 100, 2):
+        shared = rng.sample(common, 20)
+        stored[key] = Counter(shared + own(10))  # Jaccard with the query: 20 / 40 = 0.5 exactly
+        queries.append(Counter(shared + own(10)))
+        short = rng.sample(shared, 8)
+        stored[key + 1] = Counter(short + own(2))  # 10 spots, 8 of them in a 60-spot query: containment 0.8
+        queries.append(Counter(shared + short + own(32)))
+    index = open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000)
+    index.bulk_add((key, doc, 1) for key, doc in stored.items())
+    for query in queries:
+        expected = brute_force(stored, query)
+        assert expected[0] or expected[1]
+        assert searched(index, query) == expected
+
+
+def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
+    """kill -9 while a process adds documents: reopening keeps every complete record and nothing else."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = textwrap.dedent(f"""
+        import random, sys
+        from collections import Counter
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_spotsigs_disk import Corpus, open_index
+        corpus = Corpus(seed=13)
+        index = open_index({str(tmp_path / "near")!r}, flush_docs=100_000, max_segment_docs=100_000)
+        for key in range(100_000):
+            index.add(key, corpus.next(), time=7)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        logs = []
+        while time.monotonic() < deadline:  # wait until it has logged a few hundred records
+            logs = [path for path in (tmp_path / "near").glob("log-*")] if (tmp_path / "near").exists() else []
+            if logs and logs[0].stat().st_size > 200_000:
+                break
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert logs, "the writer never logged"
+    reopened = open_index(tmp_path / "near")
+    written = reopened.high_water_mark
+    assert written > 100
+    corpus = Corpus(seed=13)
+    docs = [corpus.next() for _ in range(written + 1)]
+    stored = {key: doc for key, doc in enumerate(docs) if doc.total() >= MIN_SIGNATURES}
+    assert len(reopened) == len(stored)
+    for doc in docs[::7]:
+        assert searched(reopened, doc) == brute_force(stored, doc)
+    # The store committed less than was logged: roll back to its last row.
+    reopened.close()
+    mark = written // 2
+    rolled = open_index(tmp_path / "near", store_mark=mark)
+    kept = {key: doc for key, doc in stored.items() if key <= mark}
+    assert rolled.high_water_mark == mark and len(rolled) == len(kept)
+    for doc in docs[::7]:
+        assert searched(rolled, doc) == brute_force(kept, doc)
