@@ -25,6 +25,7 @@ from newsdedup.dedup.engine import Deduplicator
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
+from newsdedup.evaluation import scoring
 from newsdedup.evaluation.real_pairs import SPLITS, load_labels, load_texts
 
 #: The grid of the issue: SpotSigs tau 0.3-0.6 with the containment fallback at 0.6-0.9 or off, Simhash k 3-6.
@@ -87,24 +88,20 @@ class Score:
 
     @property
     def precision(self) -> float:
-        called = self.true_positives + self.false_positives
-        return self.true_positives / called if called else 1.0
+        return scoring.precision(self.true_positives, self.true_positives + self.false_positives)
 
     @property
     def precision_without_reuse(self) -> float:
         """Precision were reuse pairs not counted at all: what merging only truly different articles costs."""
-        called = self.true_positives + self.false_positives - self.reuse_called
-        return self.true_positives / called if called else 1.0
+        return scoring.precision(self.true_positives, self.true_positives + self.false_positives - self.reuse_called)
 
     @property
     def recall(self) -> float:
-        positives = self.true_positives + self.false_negatives
-        return self.true_positives / positives if positives else 1.0
+        return scoring.recall(self.true_positives, self.true_positives + self.false_negatives)
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return scoring.f1(self.precision, self.recall)
 
     def as_dict(self) -> dict:
         return {"precision": round(self.precision, 4), "precision_without_reuse": round(self.precision_without_reuse, 4),

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from newsdedup.dedup.reuse import K, MAX_SOURCES, MIN_CHARS, W, Reuse, ReuseIndex, overlaps
+from newsdedup.evaluation import scoring
 from newsdedup.evaluation.real_pairs import SINA, SPLITS, load_labels, load_texts
 
 #: The grid: k-gram and window sizes (index-time), the bar in aligned characters and the boilerplate cut
@@ -71,12 +72,11 @@ class ReuseScore:
 
     @property
     def precision(self) -> float:
-        called = self.found + self.false_positives
-        return self.found / called if called else 1.0
+        return scoring.precision(self.found, self.found + self.false_positives)
 
     @property
     def recall(self) -> float:
-        return self.found / self.reuse_pairs if self.reuse_pairs else 1.0
+        return scoring.recall(self.found, self.reuse_pairs)
 
     def as_dict(self) -> dict:
         return {"precision": round(self.precision, 4), "recall": round(self.recall, 4), "found": self.found,

@@ -23,6 +23,20 @@ EDIT_BANDS: tuple[tuple[str, float], ...] = (
 )
 
 
+def precision(correct: int, called: int) -> float:
+    """Share of what was called that is correct (1.0 when nothing was called: no false call was made)."""
+    return correct / called if called else 1.0
+
+
+def recall(correct: int, positives: int) -> float:
+    """Share of the positives that were found (1.0 when there were none to find)."""
+    return correct / positives if positives else 1.0
+
+
+def f1(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
 @dataclass(frozen=True)
 class PairCounts:
     true_pairs: int
@@ -31,16 +45,15 @@ class PairCounts:
 
     @property
     def precision(self) -> float:
-        return self.correct_pairs / self.predicted_pairs if self.predicted_pairs else 1.0
+        return precision(self.correct_pairs, self.predicted_pairs)
 
     @property
     def recall(self) -> float:
-        return self.correct_pairs / self.true_pairs if self.true_pairs else 1.0
+        return recall(self.correct_pairs, self.true_pairs)
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return f1(self.precision, self.recall)
 
 
 @dataclass(frozen=True)
