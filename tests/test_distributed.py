@@ -9,7 +9,6 @@ as new twice, the same clusters as a single-process run, and nothing lost when a
 from __future__ import annotations
 
 import json
-import pickle
 import re
 import socket
 import subprocess
@@ -30,6 +29,7 @@ from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
+from newsdedup import wire
 from newsdedup.items import FetchFailure
 
 
@@ -176,6 +176,7 @@ class StreamWatch:
     def __init__(self, redis_url: str, key: str) -> None:
         address = urlsplit(redis_url)
         self.key = key.encode()
+        self.codec = wire.stream_codec()
         self.published: list[tuple[float, str, object]] = []
         self.deleted: list[tuple[float, str, int]] = []
         self._socket = socket.create_connection((address.hostname, address.port))
@@ -203,8 +204,8 @@ class StreamWatch:
                 args = [self._unescape(arg) for arg in self._ARG.findall(command)]
                 if len(args) < 2 or args[1] != self.key:
                     continue
-                if args[0].upper() == b"XADD":  # XADD key * e <pickled entry>
-                    self.published.append((when, client, pickle.loads(args[args.index(b"e", 2) + 1])))
+                if args[0].upper() == b"XADD":  # XADD key * e <entry, encoded as data by newsdedup.wire>
+                    self.published.append((when, client, self.codec.loads(args[args.index(b"e", 2) + 1])))
                 elif args[0].upper() == b"XDEL":
                     self.deleted.append((when, client, len(args) - 2))
         except (OSError, ValueError):
