@@ -48,6 +48,10 @@ KNOWN_METRICS = {
     "page_level.default.recall",
     "page_level.leaks",
     "page_level.extraction.hot_list_leaks.pages",
+    "real_pairs.default.test.f1",
+    "real_pairs.default.test.precision",
+    "real_pairs.default.test.precision_without_reuse",
+    "real_pairs.default.test.recall",
 }
 
 FLOORS_TEXT = """\
