@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import logging
 
-from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
