@@ -205,7 +205,7 @@ PROFILE_GROUPS = (
     ("newsdedup/extract/", "site template (learn, check; extraction inline)"),
     ("newsdedup/text/", "site template (learn, check; extraction inline)"),
     ("trafilatura/", "extraction inline (trafilatura, justext, lxml)"), ("justext/", "extraction inline (trafilatura, justext, lxml)"),
-    ("newsdedup/pipelines/", "newsdedup pipelines (glue)"), ("newsdedup/spiders/", "spider callbacks"),
+    ("newsdedup/crawl/pipelines/", "newsdedup pipelines (glue)"), ("newsdedup/crawl/spiders/", "spider callbacks"),
     ("newsdedup/", "newsdedup, other"), ("pebble/", "pool hand-over (pebble)"), ("multiprocessing/", "pool hand-over (pebble)"),
     ("scrapy/core/downloader/", "Scrapy downloader"), ("scrapy/downloadermiddlewares/", "downloader middlewares"),
     ("scrapy/spidermiddlewares/", "spider middlewares"), ("scrapy/http/", "Scrapy requests and responses"),

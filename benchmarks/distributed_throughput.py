@@ -3,12 +3,12 @@
     python benchmarks/distributed_throughput.py [--pages 600] [--rounds 3] [--data ../shared/data]
 
 The site of crawl_throughput.py (real-size portal pages) served on 127.0.0.1; Redis and PostgreSQL started by
-:mod:`newsdedup.servers`. Each configuration is a distributed crawl (``NEWSDEDUP_REDIS_URL``) into a new
+:mod:`tests/servers.py`. Each configuration is a distributed crawl (``NEWSDEDUP_REDIS_URL``) into a new
 database and key prefix: ``1 process`` and ``2 processes`` started together, each analysing inline
 (``NEWSDEDUP_WORKERS=0``, one core each: a process stands for a machine). pages/s = article pages stored /
 the longest process's crawl time (Scrapy's ``elapsed_time_seconds``, until the writer committed the last
 page). Rounds interleave the two; the ratio is per round, the median reported. Then the Redis memory each
-tracked article costs (:class:`newsdedup.distributed.UrlFilter`, ``--urls`` URLs, ``INFO memory`` before and
+tracked article costs (:class:`newsdedup.distributed.redis_run.UrlFilter`, ``--urls`` URLs, ``INFO memory`` before and
 after).
 """
 
@@ -22,10 +22,11 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/servers.py
 from crawl_throughput import REPO, finish_one, serve_site, start_one  # noqa: E402
 
-from newsdedup.distributed import UrlFilter  # noqa: E402
-from newsdedup.servers import PostgresServer, RedisServer  # noqa: E402
+from newsdedup.distributed.redis_run import UrlFilter  # noqa: E402
+from servers import PostgresServer, RedisServer  # noqa: E402
 
 
 def distributed_crawl(processes: int, sites_file: Path, workdir: Path, round_number: int, postgres, redis_url: str,

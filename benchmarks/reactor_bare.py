@@ -21,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from newsdedup.servers import free_port
+# The throw-away servers of the tests (tests/servers.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from servers import free_port  # noqa: E402
 
 REACTORS = {"asyncio": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
             "epoll": "twisted.internet.epollreactor.EPollReactor"}

@@ -37,7 +37,7 @@ from index_scaling import DEFAULT_DATA, SpotDocuments  # noqa: E402
 
 from newsdedup.dedup.features import pack_spots  # noqa: E402
 from newsdedup.storage.sqlite import ARTICLE_COLUMNS, CLUSTER_COLUMNS, DATED_COLUMNS, SQLiteStore  # noqa: E402
-from newsdedup.timespec import utc_iso  # noqa: E402
+from newsdedup.monitoring.timespec import utc_iso  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, extract, dedup,
 antecedents, eval.
 
-``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.commands.crawl`), runnable from any
+``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.crawl.commands.crawl`), runnable from any
 folder; in the repository ``scrapy crawl portal`` is the same crawl.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from newsdedup.items import ARTICLE_VERDICT_FIELDS
+from newsdedup.crawl.items import ARTICLE_VERDICT_FIELDS
 
 # The fields of a crawl's items too (what `scrapy crawl portal -O news.jsonl` writes): one format for both.
 EXPORT_FIELDS = ARTICLE_VERDICT_FIELDS
@@ -45,13 +45,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # -- crawl, sites --------------------------------------------------------------------------
 def cmd_crawl(rest: Sequence[str]) -> int:
-    from newsdedup.commands.crawl import crawl_anywhere
+    from newsdedup.crawl.commands.crawl import crawl_anywhere
 
     return crawl_anywhere(rest)
 
 
 def cmd_sites(args: argparse.Namespace) -> int:
-    from newsdedup.sites import SiteConfigError, default_sites_path, load_sites
+    from newsdedup.crawl.sites import SiteConfigError, default_sites_path, load_sites
 
     if args.example:
         out = _open_output(args.output)
@@ -93,7 +93,7 @@ def _open_existing_store(command: str, uri: str):
 
 
 def _since(value: str | None) -> str | None:
-    from newsdedup.timespec import parse_since
+    from newsdedup.monitoring.timespec import parse_since
 
     return None if value is None else parse_since(value)
 
@@ -160,13 +160,14 @@ FAILURE_FIELDS = ("what", "url", "site", "reason", "detail", "attempts", "last_a
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
+    from newsdedup.run.retry import TRANSIENT_SKIPS
     from newsdedup.storage import StoreError
 
     store = _open_existing_store("failures", args.storage)
     if store is None:
         return 2
     try:
-        rows = list(store.iter_failures(sites=_list_option(args.site)))
+        rows = list(store.iter_failures(sites=_list_option(args.site), skip_reasons=TRANSIENT_SKIPS))
     except StoreError as exc:
         print(f"newsdedup failures: error: {exc}", file=sys.stderr)
         return 2
@@ -221,8 +222,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _build_report(store, **filters) -> dict:
-    from newsdedup.report import report_from_store
-    from newsdedup.timespec import now_iso
+    from newsdedup.monitoring.report import report_from_store
+    from newsdedup.clock import now_iso
 
     return report_from_store(store, generated_at=now_iso(), **filters)
 
@@ -230,7 +231,7 @@ def _build_report(store, **filters) -> dict:
 def _write_report(report: dict, fmt: str, output: str, *, top: int) -> None:
     """The report to standard output, or to a file replaced whole: a web server or a program reading the
     file while the monitor rewrites it sees the old report or the new one, never half of one."""
-    from newsdedup.report import render_html, write_csv
+    from newsdedup.monitoring.report import render_html, write_csv
 
     def write(out: TextIO) -> None:
         if fmt == "json":
@@ -259,8 +260,8 @@ def _write_report(report: dict, fmt: str, output: str, *, top: int) -> None:
 def cmd_monitor(args: argparse.Namespace) -> int:
     import signal
 
-    from newsdedup.monitor import Monitor, ScheduleLock, crawl_command, schedule_lock_path
-    from newsdedup.timespec import parse_duration
+    from newsdedup.monitoring.monitor import Monitor, ScheduleLock, crawl_command, schedule_lock_path
+    from newsdedup.monitoring.timespec import parse_duration
 
     try:
         every = parse_duration(args.every)
@@ -370,8 +371,8 @@ def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str | int, str]
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from newsdedup import options
-    from newsdedup.analysis import AnalysisPool, analyse_text
+    from newsdedup.run import options
+    from newsdedup.crawl.analysis import AnalysisPool, analyse_text
     from newsdedup.dedup.engine import Deduplicator
     from newsdedup.dedup.single_pass import SinglePassClusterer, make_detector
 
@@ -484,7 +485,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 # `newsdedup dedup` flags: each sets one NEWSDEDUP_* setting, so the stream is deduplicated with exactly the
-# options a crawl would use (newsdedup.options reads both; the defaults live in newsdedup/settings.py).
+# options a crawl would use (newsdedup.run.options reads both; the defaults live in newsdedup/defaults.py).
 DEDUP_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
     ("method", "NEWSDEDUP_NEAR_METHOD", ("simhash", "spotsigs", "hybrid", "esimhash", "dwdcs"), "near-duplicate method"),
     ("tau", "NEWSDEDUP_SPOTSIGS_TAU", float, "SpotSigs multiset Jaccard threshold"),
@@ -530,7 +531,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _default(name: str):
-    from newsdedup import options
+    from newsdedup.run import options
 
     return options.default(name)
 
@@ -613,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="reprinted stories: origin (who published first), copies, sites; JSON, CSV or HTML",
         description="Reprint clusters with at least --min-copies copies: each story's origin (the copy "
         "published first) and every copy (site, time, exact or near, similarity), counts per site and which "
-        "sites copy from which. JSON (schema: newsdedup.report.REPORT_SCHEMA) and CSV (one row per copy) for "
+        "sites copy from which. JSON (schema: newsdedup.monitoring.report.REPORT_SCHEMA) and CSV (one row per copy) for "
         "programs, one self-contained HTML page for people.",
     )
     report.add_argument("--storage", default=storage_default, help=storage_help)

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import REPO_ROOT
-from newsdedup.origin import earliest
+from newsdedup.storage.origin import earliest
 
 STORY = [
     "临江市今年起在全市推行社区食堂建设，计划用三年时间实现中心城区每个街道至少一家社区食堂的目标。",

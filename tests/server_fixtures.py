@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from newsdedup.servers import PostgresServer, RedisServer, ServerUnavailable
+from servers import PostgresServer, RedisServer, ServerUnavailable
 
 
 def _unavailable(exc: Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from newsdedup.analysis import AnalysisPool
+from newsdedup.crawl.analysis import AnalysisPool
 from newsdedup.dedup.features import FeatureConfig
 
 

@@ -244,9 +244,9 @@ def test_jobdir_resumes_after_kill_9_and_fetches_what_was_not_saved(tmp_path):
         saved = set(outcomes(db))  # what the killed crawl committed before it died
         result = run_fault_crawl(sites, db, *jobdir)
         assert result.returncode == 0, result.stderr[-3000:]
-        # The killed crawl's queue is not trusted (newsdedup/jobdir.py): one WARNING, counted, never a hang.
+        # The killed crawl's queue is not trusted (newsdedup/crawl/scheduler.py): one WARNING, counted, never a hang.
         assert "did not close cleanly" in result.stderr
-        assert "'newsdedup/jobdir/unclean_shutdown': 1" in result.stderr
+        assert "'newsdedup/crawl/scheduler/unclean_shutdown': 1" in result.stderr
         # Every article page the killed crawl had not saved (never fetched, or fetched and lost with the process) is
         # fetched by the resumed one; a page it saved is not fetched again.
         unsaved = [p for p in site.article_paths if site.url(p) not in saved]

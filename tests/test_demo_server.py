@@ -19,7 +19,7 @@ from lxml.cssselect import CSSSelector
 
 from newsdedup.demo.content import ARTICLE_KINDS, render_site, stories
 from newsdedup.demo.server import DemoPortalServer, load_manifest
-from newsdedup.sites import load_sites
+from newsdedup.crawl.sites import load_sites
 
 MANIFEST = load_manifest()
 PAGES = MANIFEST["pages"]

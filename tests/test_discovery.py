@@ -13,7 +13,7 @@ import pytest
 from newsdedup.discovery import payloads, sitemaps
 from newsdedup.discovery.listsources import Pager
 from newsdedup.discovery.payloads import SourceError
-from newsdedup.sites import SiteConfig, SiteConfigError, load_sites, parse_sites
+from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites, parse_sites
 from newsdedup.storage import open_store
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 from test_storage import article
@@ -100,8 +100,8 @@ def test_canonical_rules_fold_twins_and_tracking_into_one_url():
 
 # -- the summary and the exit status -------------------------------------------------------------------
 def test_the_summary_counts_links_by_source_only_where_a_source_found_any_and_a_failed_source_fails_the_run():
-    from newsdedup.runstats import format_table, source_key, tallies_of
-    from newsdedup.verdict import ExitCode, RunFacts, judge
+    from newsdedup.run.runstats import format_table, source_key, tallies_of
+    from newsdedup.run.verdict import ExitCode, RunFacts, judge
 
     stats = {"newsdedup/site/a/list_pages": 3, "newsdedup/site/a/article_links": 9, "newsdedup/site/a/fetched": 9,
              "newsdedup/site/a/unique": 9, source_key("a", "roll", "links"): 8, source_key("a", "roll", "pages"): 2,

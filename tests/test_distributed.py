@@ -29,8 +29,8 @@ from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
-from newsdedup import wire
-from newsdedup.items import FetchFailure
+from newsdedup.distributed import wire
+from newsdedup.crawl.items import FetchFailure
 
 
 @pytest.fixture()
@@ -101,7 +101,7 @@ def partition(rows: list[dict]) -> set[frozenset[str]]:
 
 def test_the_run_looks_done_only_after_every_other_process_has_beaten_since(redis_server):  # noqa: F811
     """A busy flag read is up to a heartbeat old: the close check waits for a beat of each other process."""
-    from newsdedup.distributed import RedisRun, connect
+    from newsdedup.distributed.redis_run import RedisRun, connect
 
     prefix = f"t{uuid.uuid4().hex[:8]}"
     first, second = (RedisRun(connect(redis_server.url), prefix) for _ in range(2))
@@ -204,7 +204,7 @@ class StreamWatch:
                 args = [self._unescape(arg) for arg in self._ARG.findall(command)]
                 if len(args) < 2 or args[1] != self.key:
                     continue
-                if args[0].upper() == b"XADD":  # XADD key * e <entry, encoded as data by newsdedup.wire>
+                if args[0].upper() == b"XADD":  # XADD key * e <entry, encoded as data by newsdedup.distributed.wire>
                     self.published.append((when, client, self.codec.loads(args[args.index(b"e", 2) + 1])))
                 elif args[0].upper() == b"XDEL":
                     self.deleted.append((when, client, len(args) - 2))

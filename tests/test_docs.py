@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO_ROOT
 
-from newsdedup import settings as defaults
+from newsdedup import defaults
 from newsdedup.storage.sql import SCHEMA_VERSION
 
 

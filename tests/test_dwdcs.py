@@ -268,7 +268,7 @@ def test_newsdedup_dedup_runs_dwdcs(tmp_path):
 def test_crawl_settings_build_the_dwdcs_detector_and_worker_config():
     from scrapy.settings import Settings
 
-    from newsdedup.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
+    from newsdedup.run.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
 
     settings = Settings({
         "NEWSDEDUP_NEAR_METHOD": "dwdcs", "NEWSDEDUP_DWDCS_KEY_CONCEPTS": "10", "NEWSDEDUP_DWDCS_HUB_CANDIDATES": "15",

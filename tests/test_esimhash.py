@@ -323,7 +323,7 @@ def crawler_settings(**values):
 
 
 def test_crawl_settings_build_the_esimhash_detector_and_worker_config():
-    from newsdedup.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
+    from newsdedup.run.options import feature_config as feature_config_from_settings, near_settings as near_settings_from_settings
 
     settings = crawler_settings(NEWSDEDUP_ESIMHASH_MAX_DISTANCE="12", NEWSDEDUP_ESIMHASH_WEIGHT_CAP="50")
     config = feature_config_from_settings(settings)
@@ -337,7 +337,7 @@ def test_crawl_settings_build_the_esimhash_detector_and_worker_config():
 def test_crawl_rebuild_relearns_statistics_from_the_stored_centres(tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from newsdedup.pipelines.state import CrawlSettings, CrawlState
+    from newsdedup.crawl.pipelines.state import CrawlSettings, CrawlState
     from newsdedup.storage import open_store
     from newsdedup.dedup.status import NEAR_DUPLICATE
     from newsdedup.storage.base import ArticleRecord

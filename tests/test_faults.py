@@ -38,7 +38,7 @@ from faultsite import (
     wait_for,
     worker_pids,
 )
-from newsdedup.verdict import ExitCode
+from newsdedup.run.verdict import ExitCode
 
 pytestmark = pytest.mark.timeout(420)
 

@@ -149,7 +149,7 @@ def test_a_verdict_waited_for_arrives_once_posted_and_a_stopping_process_stops_w
     give_up() (a process stopped long enough) ends the waits with None."""
     import asyncio
 
-    from newsdedup.distributed import VerdictBoard, connect
+    from newsdedup.distributed.redis_run import VerdictBoard, connect
 
     board = VerdictBoard(connect(redis_server.url), f"t{uuid.uuid4().hex[:8]}:verdicts")
 

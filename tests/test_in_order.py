@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from newsdedup.ordering import InOrder
+from newsdedup.crawl.ordering import InOrder
 
 
 def test_stages_run_in_ticket_order_whatever_the_extraction_order():

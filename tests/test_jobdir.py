@@ -15,7 +15,7 @@ import struct
 from faultsite import FaultSite, outcomes, run_crawl, start_crawl, wait_for
 from scrapy.pqueues import _path_safe  # the directory Scrapy's DownloaderAwarePriorityQueue gives a host
 
-from newsdedup.jobdir import MARKER, JobdirGuard
+from newsdedup.crawl.scheduler import MARKER, JobdirGuard
 
 ARTICLES = 30
 
@@ -34,7 +34,7 @@ def crawl_warns_once_and_stores_everything(tmp_path, site, warning: str, stat: s
     assert result.returncode == 0, result.stderr[-3000:]
     warnings = jobdir_warnings(result.stderr)
     assert len(warnings) == 1 and warning in warnings[0], warnings
-    assert f"'newsdedup/jobdir/{stat}': 1" in result.stderr
+    assert f"'newsdedup/crawl/scheduler/{stat}': 1" in result.stderr
     assert_every_article_stored_once(site, db)
     return warnings[0]
 

@@ -1,4 +1,4 @@
-"""Meta-refresh redirects (newsdedup/metarefresh.py): followed as Scrapy follows them, without decoding a page whose
+"""Meta-refresh redirects (newsdedup/crawl/middlewares.py): followed as Scrapy follows them, without decoding a page whose
 first bytes show none."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from local_site import STORY, LocalSite, Page, crawl
-from newsdedup.metarefresh import HEAD_BYTES, HeadMetaRefreshMiddleware, may_declare_refresh
+from newsdedup.crawl.middlewares import HEAD_BYTES, HeadMetaRefreshMiddleware, may_declare_refresh
 
 
 class UndecodedResponse(HtmlResponse):

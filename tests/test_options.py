@@ -1,4 +1,4 @@
-"""One settings-to-options path: defaults from newsdedup/settings.py, errors that name the setting."""
+"""One settings-to-options path: defaults from newsdedup/defaults.py, errors that name the setting."""
 
 import re
 import sqlite3
@@ -6,12 +6,12 @@ import sqlite3
 import pytest
 from scrapy.settings import Settings
 
-from newsdedup import options
-from newsdedup import settings as defaults
-from newsdedup.analysis import ExtractOptions
+from newsdedup.run import options
+from newsdedup import defaults
+from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
-from newsdedup.options import SettingError
+from newsdedup.run.options import SettingError
 from newsdedup.storage.base import StoreError
 from newsdedup.storage.sqlite import SCHEMA_VERSION, SQLiteStore
 
@@ -101,14 +101,14 @@ def test_a_database_from_a_newer_newsdedup_is_refused(tmp_path):
     ({"NEWSDEDUP_EXTRACT_SITE_TEMPLATES": "maybe"}, "NEWSDEDUP_EXTRACT_SITE_TEMPLATES: expected True or False"),
 ])
 def test_run_health_settings_name_themselves(settings, says):
-    from newsdedup.pipelines.state import CrawlSettings
+    from newsdedup.crawl.pipelines.state import CrawlSettings
 
     with pytest.raises(SettingError, match=re.escape(says)):
         CrawlSettings.from_settings(settings)
 
 
 def test_run_health_settings_defaults_and_off():
-    from newsdedup.pipelines.state import CrawlSettings
+    from newsdedup.crawl.pipelines.state import CrawlSettings
 
     crawl = CrawlSettings.from_settings({"NEWSDEDUP_EXTRACT_TIMEOUT": "none"})
     assert crawl.extract_timeout is None and crawl.retry.max_attempts == 4 and crawl.max_http_error_share == 0.2

@@ -145,7 +145,7 @@ def test_eval_without_the_eval_extra_is_one_line(plain, tmp_path):
 
 def test_importing_the_settings_imports_no_optional_package():
     """What Scrapy loads for every crawl: the settings, the add-on they name, the crawl command."""
-    code = ("import sys, newsdedup.settings, newsdedup.addons, newsdedup.commands.crawl, newsdedup.cli; "
+    code = ("import sys, newsdedup.settings, newsdedup.distributed.addon, newsdedup.crawl.commands.crawl, newsdedup.cli; "
             f"print(sorted(m for m in {EXTRAS_MODULES!r} if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

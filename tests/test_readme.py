@@ -10,7 +10,7 @@ from types import ModuleType
 
 from conftest import REPO_ROOT
 
-from newsdedup import settings as defaults
+from newsdedup import defaults
 
 
 def quick_start_commands() -> list[str]:

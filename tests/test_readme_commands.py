@@ -53,9 +53,9 @@ ELSEWHERE = {
     "echo \"host newsdedup": "configures the system's PostgreSQL",
     "systemctl restart": "restarts a system service",
     "sudo -u postgres": "creates the role and database on the system's PostgreSQL; the tests create theirs on "
-    "a throw-away server (newsdedup.servers)",
+    "a throw-away server (tests/servers.py)",
     "for i in 1 2 3; do scrapy crawl portal": "tests/test_distributed.py runs 2 such workers against a local portal",
-    "python -m newsdedup.servers": "runs until Ctrl-C; tests/server_fixtures.py starts the same servers",
+    "python tests/servers.py": "runs until Ctrl-C; tests/server_fixtures.py starts the same servers",
 }
 
 

@@ -21,12 +21,12 @@ from conftest import REPO_ROOT
 from faultsite import kill, wait_for
 from server_fixtures import _unavailable, postgres, redis_server  # noqa: F401 - fixtures
 from test_distributed import export, finish, servers, start_workers, stat  # noqa: F401 - servers: a fixture
-from newsdedup import wire
+from newsdedup.distributed import wire
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
-from newsdedup.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
-from newsdedup.servers import LocalServer, ServerUnavailable, redis_binary
-from newsdedup.spiders.portal import LISTED_META_KEY
+from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
+from servers import LocalServer, ServerUnavailable, redis_binary
+from newsdedup.crawl.spiders.portal import LISTED_META_KEY
 
 
 class RunsCode:
@@ -108,7 +108,7 @@ def test_pickles_written_into_the_stream_and_the_queue_run_nothing_and_the_crawl
 
 
 def wire_client(url: str):
-    from newsdedup.distributed import connect
+    from newsdedup.distributed.redis_run import connect
 
     return connect(url)
 
@@ -240,7 +240,7 @@ def test_a_queued_request_that_is_not_ours_is_dropped_counted_and_the_next_one_c
     """The request queue: a pickle, a request naming a class to build, a callback the spider lacks; then ours."""
     from scrapy.utils.test import get_crawler
 
-    from newsdedup.scheduler import DataPriorityQueue
+    from newsdedup.distributed.scheduler import DataPriorityQueue
 
     class Spider(scrapy.Spider):
         name = "portal"

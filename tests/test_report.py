@@ -25,7 +25,7 @@ import pytest
 from conftest import REPO_ROOT
 from local_site import newsdedup
 from newsdedup.demo.content import load_manifest
-from newsdedup.report import REPORT_SCHEMA, build_report
+from newsdedup.monitoring.report import REPORT_SCHEMA, build_report
 from newsdedup.storage.base import ClusterMember, ClusterRecord
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

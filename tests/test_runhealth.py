@@ -8,11 +8,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from newsdedup.analysis import AnalysisPool, ExtractOptions, PageSkipped, analyse_page, init_worker, sniff_binary
+from newsdedup.crawl.analysis import AnalysisPool, ExtractOptions, PageSkipped, analyse_page, init_worker, sniff_binary
 from newsdedup.dedup.features import FeatureConfig
-from newsdedup.retry import RetryPolicy, is_failure_kind, is_transient
-from newsdedup.runstats import SiteTally, format_summary, format_table, site_key, tallies_of
-from newsdedup.verdict import ExitCode, RunFacts, judge
+from newsdedup.run.retry import RetryPolicy, is_failure_kind, is_transient
+from newsdedup.run.runstats import SiteTally, format_summary, format_table, site_key, tallies_of
+from newsdedup.run.verdict import ExitCode, RunFacts, judge
 
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=timezone.utc)
 

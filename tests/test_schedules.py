@@ -24,7 +24,7 @@ from croniter import croniter
 
 from conftest import REPO_ROOT
 from local_site import OTHER_STORY, STORY, LocalSite, edited
-from newsdedup.monitor import schedule_lock_path
+from newsdedup.monitoring.monitor import schedule_lock_path
 
 # The copy-paste lines of docs/scheduling.md ("Running on a schedule").
 SCHEDULING = (REPO_ROOT / "docs" / "scheduling.md").read_text(encoding="utf-8")

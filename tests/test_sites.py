@@ -1,4 +1,4 @@
-"""Site file loader (newsdedup.sites) and the shipped config/sites.toml.
+"""Site file loader (newsdedup.crawl.sites) and the shipped config/sites.toml.
 
 Unit tests use small site files written here.  The data-driven tests check the shipped
 article patterns against every real URL of a configured portal found in ../shared/data:
@@ -22,7 +22,7 @@ from lxml.cssselect import CSSSelector
 
 from newsdedup.extract.extractor import extract_article
 
-from newsdedup.sites import (
+from newsdedup.crawl.sites import (
     SiteConfig,
     SiteConfigError,
     default_sites_path,

@@ -1,4 +1,4 @@
-"""The data-only encoding of what crosses Redis (newsdedup.wire): real entries round-trip, nothing else decodes."""
+"""The data-only encoding of what crosses Redis (newsdedup.distributed.wire): real entries round-trip, nothing else decodes."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from newsdedup import analysis, wire
-from newsdedup.analysis import ExtractOptions, PageAnalysis, PageSkipped, analyse_page
+from newsdedup.crawl import analysis
+
+from newsdedup.distributed import wire
+from newsdedup.crawl.analysis import ExtractOptions, PageAnalysis, PageSkipped, analyse_page
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.demo.content import load_manifest, render_site
-from newsdedup.items import ArticlePage, FetchFailure
+from newsdedup.crawl.items import ArticlePage, FetchFailure
 
 BASE = "http://127.0.0.1:8000"
 

@@ -1,6 +1,6 @@
 """The settings reference of docs/settings.md, generated from the defaults module at build time.
 
-The defaults module (``newsdedup/settings.py``) is the one place a ``NEWSDEDUP_*`` default is written. Its
+The defaults module (``newsdedup/defaults.py``) is the one place a ``NEWSDEDUP_*`` default is written. Its
 comments are the descriptions: a ``# -- Heading --`` line starts a group, and the comment lines directly above a
 setting, with one beside it, describe that setting. An MkDocs hook (``hooks:`` in mkdocs.yml) puts the table where
 docs/settings.md has the marker line, so the page cannot drift from the code; ``tests/test_readme.py`` builds the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MARKER = "<!-- settings-reference -->"
-DEFAULTS_MODULE = Path(__file__).resolve().parents[2] / "newsdedup" / "settings.py"
+DEFAULTS_MODULE = Path(__file__).resolve().parents[2] / "newsdedup" / "defaults.py"
 PREFIX = "NEWSDEDUP_"
 HEADING = re.compile(r"^--\s*(.+?)\s*--$")
 

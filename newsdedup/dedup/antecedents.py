@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.spotsigs import is_word
 
 __all__ = [
@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stopwords", default=None, metavar="FILE", help="candidate stopword list (default: the packaged one)"
     )
-    parser.add_argument("--segmenter", default=_D.NEWSDEDUP_SEGMENTER, help="segmenter backend (default: %(default)s)")
+    parser.add_argument("--segmenter", default=defaults.NEWSDEDUP_SEGMENTER, help="segmenter backend (default: %(default)s)")
     parser.add_argument(
         "--basic-ratio", type=float, default=0.6, help="t1/t2 above which a frequent word is basic (0.6)"
     )

@@ -75,7 +75,7 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 
 __all__ = [
     "KeyConceptExtractor",
@@ -164,7 +164,7 @@ def relatedness(units_a: frozenset[str], units_b: frozenset[str]) -> float:
 def merge_concepts(
     phrases: Sequence[str],
     *,
-    threshold: float = _D.NEWSDEDUP_DWDCS_MERGE_THRESHOLD,
+    threshold: float = defaults.NEWSDEDUP_DWDCS_MERGE_THRESHOLD,
     synonyms: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, str]:
     """``phrase -> concept name`` for every distinct phrase: the paper's merge rule, greedy (see module doc).
@@ -390,11 +390,11 @@ class KeyConceptExtractor:
     def __init__(
         self,
         *,
-        key_concepts: int = _D.NEWSDEDUP_DWDCS_KEY_CONCEPTS,
-        hub_candidates: int = _D.NEWSDEDUP_DWDCS_HUB_CANDIDATES,
-        min_frequency: int = _D.NEWSDEDUP_DWDCS_MIN_FREQUENCY,
-        merge_threshold: float = _D.NEWSDEDUP_DWDCS_MERGE_THRESHOLD,
-        max_nodes: int = _D.NEWSDEDUP_DWDCS_MAX_NODES,
+        key_concepts: int = defaults.NEWSDEDUP_DWDCS_KEY_CONCEPTS,
+        hub_candidates: int = defaults.NEWSDEDUP_DWDCS_HUB_CANDIDATES,
+        min_frequency: int = defaults.NEWSDEDUP_DWDCS_MIN_FREQUENCY,
+        merge_threshold: float = defaults.NEWSDEDUP_DWDCS_MERGE_THRESHOLD,
+        max_nodes: int = defaults.NEWSDEDUP_DWDCS_MAX_NODES,
         window: int = 2,
         synonyms: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
@@ -482,8 +482,8 @@ def position_variance(a: KeyConcepts, b: KeyConcepts) -> float:
     return sum(variances) / len(variances) if variances else math.inf
 
 
-def is_near_duplicate(a: KeyConcepts, b: KeyConcepts, *, cosine_threshold: float = _D.NEWSDEDUP_DWDCS_COSINE,
-                      max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE) -> bool:
+def is_near_duplicate(a: KeyConcepts, b: KeyConcepts, *, cosine_threshold: float = defaults.NEWSDEDUP_DWDCS_COSINE,
+                      max_variance: float = defaults.NEWSDEDUP_DWDCS_MAX_VARIANCE) -> bool:
     """The paper's decision: ``cosine > Sim_thr`` and ``S < S_thr``."""
     return cosine_similarity(a, b) > cosine_threshold and position_variance(a, b) < max_variance
 
@@ -498,9 +498,9 @@ class KeyConceptIndex:
     (highest cosine, then lowest variance, then the earliest added).
     """
 
-    def __init__(self, *, cosine_threshold: float = _D.NEWSDEDUP_DWDCS_COSINE,
-                 max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE,
-                 min_key_concepts: int = _D.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS) -> None:
+    def __init__(self, *, cosine_threshold: float = defaults.NEWSDEDUP_DWDCS_COSINE,
+                 max_variance: float = defaults.NEWSDEDUP_DWDCS_MAX_VARIANCE,
+                 min_key_concepts: int = defaults.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS) -> None:
         if not isinstance(cosine_threshold, (int, float)) or not 0 <= cosine_threshold < 1:
             raise ValueError(f"DWDCS cosine threshold (Sim_thr) must be in [0, 1), got {cosine_threshold!r}")
         if not isinstance(max_variance, (int, float)) or not max_variance > 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.dedup.features import DocFeatures
 from newsdedup.dedup.single_pass import SinglePassClusterer
@@ -44,7 +44,7 @@ class ExactStage:
         confirm: Callable[[bytes], ExactRef | None],
         *,
         expected: int = 100_000,
-        error_rate: float = _D.NEWSDEDUP_EXACT_BLOOM_ERROR_RATE,
+        error_rate: float = defaults.NEWSDEDUP_EXACT_BLOOM_ERROR_RATE,
     ) -> None:
         self._confirm = confirm
         self.bloom = BoundedBloomFilter(initial_capacity=max(expected, 1000), error_rate=error_rate)

@@ -66,7 +66,7 @@ from array import array
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.simhash import default_idf, weighted_fingerprint
 from newsdedup.dedup.simhash_index import SimhashIndex
 from newsdedup.text.hashing import hash64, hash128
@@ -151,7 +151,7 @@ class CorpusStatistics:
         *,
         prior_documents: int = 1000,
         prior_idf: tuple[Mapping[str, float], float] | None = None,
-        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
+        max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
     ) -> None:
         if not isinstance(prior_documents, int) or isinstance(prior_documents, bool) or prior_documents < 0:
             raise ValueError(f"prior_documents must be an int >= 0 (0 = no prior), got {prior_documents!r}")
@@ -300,7 +300,7 @@ class CorpusStatistics:
         *,
         prior_documents: int = 1000,
         prior_idf: tuple[Mapping[str, float], float] | None = None,
-        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
+        max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
     ) -> CorpusStatistics:
         """Statistics saved by :meth:`to_bytes`; the keyword arguments are as for the constructor."""
         header, arrays = _unpack(blob, "statistics", _STATISTICS_TYPECODES)
@@ -335,7 +335,7 @@ def esimhash_weights(
     words: Sequence[str],
     statistics: CorpusStatistics,
     *,
-    weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
+    weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
     tf: str = "count",
 ) -> list[tuple[str, float]]:
     """``(word, weight)`` of each distinct word in order of first occurrence (formulas 3-10 and 16).
@@ -370,7 +370,7 @@ def esimhash(
     statistics: CorpusStatistics,
     *,
     bits: int = 128,
-    weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
+    weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
     tf: str = "count",
 ) -> int:
     """The E-Simhash fingerprint of a document's content words, weighed with ``statistics``.
@@ -405,8 +405,8 @@ class ESimhashIndex:
         self,
         *,
         bits: int = 128,
-        max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
-        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
+        max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
         tf: str = "count",
         statistics: CorpusStatistics | None = None,
     ) -> None:
@@ -477,11 +477,11 @@ class ESimhashIndex:
         cls,
         blob: bytes,
         *,
-        max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
-        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
+        max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
         tf: str = "count",
         prior_documents: int = 1000,
-        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
+        max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
     ) -> ESimhashIndex:
         """An index saved by :meth:`to_bytes` (bits come from the blob; the rest as for the constructor)."""
         header, arrays = _unpack(blob, "esimhash", (*_STATISTICS_TYPECODES, "Q"))

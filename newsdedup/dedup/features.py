@@ -15,7 +15,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 
-from newsdedup import settings as _D
+from newsdedup import defaults
 from newsdedup.dedup.dwdcs import KeyConceptExtractor, KeyConcepts, load_synonyms
 from newsdedup.dedup.simhash import (  # _is_dropped_token: the one filter of word_features, shared
     _is_dropped_token,
@@ -39,23 +39,23 @@ SIMHASH_FEATURES = ("words", "word_shingles", "chars")
 class FeatureConfig:
     """Plain, picklable settings of feature extraction (sent to worker processes)."""
 
-    # Defaults are the NEWSDEDUP_* settings of newsdedup.settings, the one place they are written.
-    method: str = _D.NEWSDEDUP_NEAR_METHOD
-    segmenter: str = _D.NEWSDEDUP_SEGMENTER
-    user_dict: str | None = _D.NEWSDEDUP_SEGMENTER_USER_DICT
-    stopwords: str | None = _D.NEWSDEDUP_STOPWORDS
-    simhash_bits: int = _D.NEWSDEDUP_SIMHASH_BITS
-    simhash_features: str = _D.NEWSDEDUP_SIMHASH_FEATURES
-    antecedents: str = _D.NEWSDEDUP_SPOTSIGS_ANTECEDENTS
-    spot_chain: int = _D.NEWSDEDUP_SPOTSIGS_CHAIN
-    spot_distance: int = _D.NEWSDEDUP_SPOTSIGS_DISTANCE
+    # Defaults are the NEWSDEDUP_* settings of newsdedup.defaults, the one place they are written.
+    method: str = defaults.NEWSDEDUP_NEAR_METHOD
+    segmenter: str = defaults.NEWSDEDUP_SEGMENTER
+    user_dict: str | None = defaults.NEWSDEDUP_SEGMENTER_USER_DICT
+    stopwords: str | None = defaults.NEWSDEDUP_STOPWORDS
+    simhash_bits: int = defaults.NEWSDEDUP_SIMHASH_BITS
+    simhash_features: str = defaults.NEWSDEDUP_SIMHASH_FEATURES
+    antecedents: str = defaults.NEWSDEDUP_SPOTSIGS_ANTECEDENTS
+    spot_chain: int = defaults.NEWSDEDUP_SPOTSIGS_CHAIN
+    spot_distance: int = defaults.NEWSDEDUP_SPOTSIGS_DISTANCE
     # DWDCS key concept extraction (see newsdedup.dedup.dwdcs for each parameter).
-    dwdcs_key_concepts: int = _D.NEWSDEDUP_DWDCS_KEY_CONCEPTS
-    dwdcs_hub_candidates: int = _D.NEWSDEDUP_DWDCS_HUB_CANDIDATES
-    dwdcs_min_frequency: int = _D.NEWSDEDUP_DWDCS_MIN_FREQUENCY
-    dwdcs_merge_threshold: float = _D.NEWSDEDUP_DWDCS_MERGE_THRESHOLD
-    dwdcs_max_nodes: int = _D.NEWSDEDUP_DWDCS_MAX_NODES
-    dwdcs_synonyms: str | None = _D.NEWSDEDUP_DWDCS_SYNONYMS
+    dwdcs_key_concepts: int = defaults.NEWSDEDUP_DWDCS_KEY_CONCEPTS
+    dwdcs_hub_candidates: int = defaults.NEWSDEDUP_DWDCS_HUB_CANDIDATES
+    dwdcs_min_frequency: int = defaults.NEWSDEDUP_DWDCS_MIN_FREQUENCY
+    dwdcs_merge_threshold: float = defaults.NEWSDEDUP_DWDCS_MERGE_THRESHOLD
+    dwdcs_max_nodes: int = defaults.NEWSDEDUP_DWDCS_MAX_NODES
+    dwdcs_synonyms: str | None = defaults.NEWSDEDUP_DWDCS_SYNONYMS
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

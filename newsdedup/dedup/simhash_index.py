@@ -31,7 +31,7 @@ import math
 from array import array
 from collections.abc import Hashable, Iterator
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 
 __all__ = ["SimhashIndex"]
 
@@ -77,7 +77,7 @@ class SimhashIndex:
     once they outnumber the live ones.
     """
 
-    def __init__(self, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
+    def __init__(self, bits: int = defaults.NEWSDEDUP_SIMHASH_BITS, max_distance: int = defaults.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
                  blocks: int | None = None) -> None:
         if not _is_int(bits) or bits < 1:
             raise ValueError(f"bits must be a positive int (64 or 128 for simhash), got {bits!r}")

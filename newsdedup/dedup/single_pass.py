@@ -33,7 +33,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from newsdedup import settings as _D
+from newsdedup import defaults
 from newsdedup.dedup.dwdcs import KeyConceptIndex
 from newsdedup.dedup.esimhash import CorpusStatistics, ESimhashIndex
 from newsdedup.dedup.features import DocFeatures
@@ -82,7 +82,7 @@ class NearDetector(Protocol):
 class SimhashDetector:
     method = "simhash"
 
-    def __init__(self, *, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE) -> None:
+    def __init__(self, *, bits: int = defaults.NEWSDEDUP_SIMHASH_BITS, max_distance: int = defaults.NEWSDEDUP_SIMHASH_MAX_DISTANCE) -> None:
         self.bits = bits
         self.index = SimhashIndex(bits=bits, max_distance=max_distance)
 
@@ -162,10 +162,10 @@ class SpotSigsMatcher:
 class SpotSigsDetector:
     method = "spotsigs"
 
-    def __init__(self, *, tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU,
-                 min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
-                 min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
-                 containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
+    def __init__(self, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
+                 min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
+                 min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
+                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
         self.tau = tau
         self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
                                      containment_min_spots=containment_min_spots)
@@ -192,10 +192,10 @@ class HybridDetector:
 
     method = "hybrid"
 
-    def __init__(self, *, bits: int = _D.NEWSDEDUP_SIMHASH_BITS, max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
-                 tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU, min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
-                 min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
-                 containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
+    def __init__(self, *, bits: int = defaults.NEWSDEDUP_SIMHASH_BITS, max_distance: int = defaults.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
+                 tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU, min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
+                 min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
+                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
@@ -252,10 +252,10 @@ class ESimhashDetector:
         self,
         *,
         bits: int = 128,
-        max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
-        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
+        max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP,
         tf: str = "count",
-        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
+        max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
         index: ESimhashIndex | None = None,
     ) -> None:
         self.index = index if index is not None else ESimhashIndex(
@@ -301,9 +301,9 @@ class ESimhashDetector:
 
     @classmethod
     def from_bytes(
-        cls, blob: bytes, *, max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
-        weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP, tf: str = "count",
-        max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
+        cls, blob: bytes, *, max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE,
+        weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP, tf: str = "count",
+        max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS,
     ) -> ESimhashDetector:
         return cls(index=ESimhashIndex.from_bytes(
             blob, max_distance=max_distance, weight_cap=weight_cap, tf=tf, max_bigrams=max_bigrams,
@@ -321,9 +321,9 @@ class DWDCSDetector:
 
     method = "dwdcs"
 
-    def __init__(self, *, cosine_threshold: float = _D.NEWSDEDUP_DWDCS_COSINE,
-                 max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE,
-                 min_key_concepts: int = _D.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS) -> None:
+    def __init__(self, *, cosine_threshold: float = defaults.NEWSDEDUP_DWDCS_COSINE,
+                 max_variance: float = defaults.NEWSDEDUP_DWDCS_MAX_VARIANCE,
+                 min_key_concepts: int = defaults.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS) -> None:
         self.index = KeyConceptIndex(
             cosine_threshold=cosine_threshold, max_variance=max_variance, min_key_concepts=min_key_concepts
         )
@@ -350,21 +350,21 @@ def _key_concepts(features: DocFeatures):
 
 @dataclass(frozen=True)
 class NearSettings:
-    """The near-duplicate stage's parameters; defaults are the ``NEWSDEDUP_*`` ones of newsdedup.settings."""
+    """The near-duplicate stage's parameters; defaults are the ``NEWSDEDUP_*`` ones of newsdedup.defaults."""
 
-    method: str = _D.NEWSDEDUP_NEAR_METHOD
-    simhash_bits: int = _D.NEWSDEDUP_SIMHASH_BITS
-    simhash_max_distance: int = _D.NEWSDEDUP_SIMHASH_MAX_DISTANCE
-    spotsigs_tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU
-    spotsigs_min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES
-    spotsigs_min_containment: float | None = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT
-    spotsigs_containment_min_spots: int = _D.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS
-    esimhash_max_distance: int = _D.NEWSDEDUP_ESIMHASH_MAX_DISTANCE
-    esimhash_weight_cap: float = _D.NEWSDEDUP_ESIMHASH_WEIGHT_CAP
-    esimhash_max_bigrams: int = _D.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS
-    dwdcs_cosine: float = _D.NEWSDEDUP_DWDCS_COSINE
-    dwdcs_max_variance: float = _D.NEWSDEDUP_DWDCS_MAX_VARIANCE
-    dwdcs_min_key_concepts: int = _D.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS
+    method: str = defaults.NEWSDEDUP_NEAR_METHOD
+    simhash_bits: int = defaults.NEWSDEDUP_SIMHASH_BITS
+    simhash_max_distance: int = defaults.NEWSDEDUP_SIMHASH_MAX_DISTANCE
+    spotsigs_tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU
+    spotsigs_min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES
+    spotsigs_min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT
+    spotsigs_containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS
+    esimhash_max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE
+    esimhash_weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP
+    esimhash_max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS
+    dwdcs_cosine: float = defaults.NEWSDEDUP_DWDCS_COSINE
+    dwdcs_max_variance: float = defaults.NEWSDEDUP_DWDCS_MAX_VARIANCE
+    dwdcs_min_key_concepts: int = defaults.NEWSDEDUP_DWDCS_MIN_KEY_CONCEPTS
 
 
 def _spotsigs_arguments(settings: NearSettings) -> dict:

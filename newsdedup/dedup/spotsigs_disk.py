@@ -94,7 +94,7 @@ from pathlib import Path
 
 import numpy as np
 
-from newsdedup import settings as _D
+from newsdedup import defaults
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
 __all__ = ["PersistentSpotSigsIndex", "spot_tokens"]
@@ -469,9 +469,9 @@ class PersistentSpotSigsIndex:
     commits in batches passes False and calls :meth:`checkpoint` after a commit when :attr:`needs_checkpoint`.
     """
 
-    def __init__(self, path: str | Path, *, tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU,
-                 min_signatures: int = _D.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
-                 min_containment: float = _D.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
+    def __init__(self, path: str | Path, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
+                 min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
+                 min_containment: float = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
                  flush_docs: int = 20_000, max_segment_docs: int = 1_000_000,
                  store_mark: int | None = None, auto_checkpoint: bool = True) -> None:
         self.tau = SpotSigsIndex._check_tau(tau)

@@ -62,7 +62,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 from itertools import repeat
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.spotsigs import length_partitions
 
 __all__ = ["SpotSigsIndex"]
@@ -294,7 +294,7 @@ class SpotSigsIndex:
     positive integers (non-positive counts are ignored, as ``+counter`` does).
     """
 
-    def __init__(self, tau: float = _D.NEWSDEDUP_SPOTSIGS_TAU, *, max_length: int = 100_000, min_signatures: int = 1) -> None:
+    def __init__(self, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU, *, max_length: int = 100_000, min_signatures: int = 1) -> None:
         self.tau = self._check_tau(tau)
         if isinstance(min_signatures, bool) or not isinstance(min_signatures, int) or min_signatures < 1:
             raise ValueError(

@@ -1,7 +1,7 @@
 """Every near-duplicate method of the evaluation run over document streams, and the tuning of their parameters.
 
 The product's methods run as ``newsdedup dedup`` runs them: features from the product's
-:class:`~newsdedup.analysis.AnalysisPool` (worker processes, one per core), then the exact stage and
+:class:`~newsdedup.crawl.analysis.AnalysisPool` (worker processes, one per core), then the exact stage and
 Single-Pass of :class:`~newsdedup.dedup.engine.Deduplicator` in stream order, with the row's
 :class:`~newsdedup.dedup.single_pass.NearSettings` (in the same worker processes, one stream and row per
 task).  A row is the shipped defaults, the paper's parameters, or parameters :func:`tune` chose on the tune
@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-from newsdedup.analysis import AnalysisPool, analyse_text
+from newsdedup.crawl.analysis import AnalysisPool, analyse_text
 from newsdedup.dedup.engine import EXACT_DUPLICATE, Deduplicator
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector

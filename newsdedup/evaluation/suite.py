@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import time
+from newsdedup.evaluation.markdown import cell, table
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -171,15 +172,6 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
 
 
 # --------------------------------------------------------------------------------------------- output
-def cell(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in body)]
-
-
 def _method_table(rows: Sequence[Mapping]) -> list[str]:
     def cost(c: Mapping | None) -> str:
         return "-" if not c else f"{c['total']:.2f}" + (f" ({c['features']:.2f} + {c['dedup']:.2f})" if c["features"] else "")

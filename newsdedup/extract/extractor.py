@@ -36,7 +36,7 @@ import lxml.html
 from lxml import etree
 from lxml.html import HtmlElement
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.extract.decode import decode_html
 from newsdedup.extract.metadata import around_datetimes, extract_metadata, find_datetimes, visible_text
 from newsdedup.extract.related import TextStats, is_related_heading, measure, normalize_heading, remove_boilerplate
@@ -184,9 +184,9 @@ def extract_article(
     url: str | None = None,
     *,
     remove_selectors: Sequence[str] = (),
-    min_chars: int = _D.NEWSDEDUP_EXTRACT_MIN_CHARS,
-    brief_chars: int = _D.NEWSDEDUP_EXTRACT_BRIEF_CHARS,
-    max_bytes: int = _D.NEWSDEDUP_EXTRACT_MAX_BYTES,
+    min_chars: int = defaults.NEWSDEDUP_EXTRACT_MIN_CHARS,
+    brief_chars: int = defaults.NEWSDEDUP_EXTRACT_BRIEF_CHARS,
+    max_bytes: int = defaults.NEWSDEDUP_EXTRACT_MAX_BYTES,
     boilerplate: AbstractSet[int] = frozenset(),
     keep_shared_prose: bool = True,
     sign_offs: AbstractSet[int] = frozenset(),

@@ -33,7 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from lxml import etree
 from lxml.html import HtmlElement
 
-from newsdedup.timespec import CHINA_OFFSET
+from newsdedup.clock import CHINA_OFFSET
 
 __all__ = [
     "PageMetadata",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 # Chinese portals almost never state a time zone; they publish in China Standard Time (UTC+8, no daylight
-# saving). A page without an offset is therefore assumed to be +08:00 (one definition, in newsdedup.timespec).
+# saving). A page without an offset is therefore assumed to be +08:00 (one definition, in newsdedup.monitoring.timespec).
 
 # (?<!\s): a separator's leading spaces are matched from the start of their run only, so a long run of
 # spaces is scanned once, not once for every position in it.

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.storage.base import ArticleStore, StoreError, StoreInUse
 
-DEFAULT_STORAGE_URI = _D.NEWSDEDUP_STORAGE_URI
+DEFAULT_STORAGE_URI = defaults.NEWSDEDUP_STORAGE_URI
 
 
-def open_store(uri: str, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
-               busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT,
-               retries: int = _D.NEWSDEDUP_STORAGE_RETRIES) -> ArticleStore:
+def open_store(uri: str, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_SIZE,
+               busy_timeout: float = defaults.NEWSDEDUP_STORAGE_BUSY_TIMEOUT,
+               retries: int = defaults.NEWSDEDUP_STORAGE_RETRIES) -> ArticleStore:
     """Create (not yet open) the store a URI names.
 
     ``sqlite:///relative/path.sqlite`` and ``sqlite:////absolute/path.sqlite`` as in SQLAlchemy;

@@ -8,7 +8,7 @@ indexes, cluster centres) are caches rebuilt from it when a crawl starts.  A bac
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,7 +68,7 @@ class RepeatRecord:
 class SkippedRecord:
     """An article-pattern page that held no article (list, video, JavaScript-only, too short...).
 
-    A transient reason (:data:`newsdedup.retry.TRANSIENT_SKIPS`) is tried again from ``next_try_at`` on;
+    A transient reason (:data:`newsdedup.run.retry.TRANSIENT_SKIPS`) is tried again from ``next_try_at`` on;
     ``next_try_at`` None means done: the page is not fetched again.
     """
 
@@ -137,7 +137,7 @@ class StoredRef:
 
 @dataclass(frozen=True)
 class ClusterRecord:
-    """A story: its current origin (the member published first, see :mod:`newsdedup.origin`) and activity.
+    """A story: its current origin (the member published first, see :mod:`newsdedup.storage.origin`) and activity.
 
     The store keeps one per cluster and rewrites it in the transaction that adds a member, so the origin
     always is the earliest of the stored members, however late an earlier copy arrived.
@@ -242,8 +242,9 @@ class ArticleStore(Protocol):
         """Whether an earlier run found article links for this site (or recorded any page of it)."""
         ...
 
-    def iter_failures(self, *, sites: tuple[str, ...] = ()) -> Iterator[dict]:
-        """HTTP failures and transient skips, most recent first, for ``newsdedup failures``."""
+    def iter_failures(self, *, sites: tuple[str, ...] = (), skip_reasons: Collection[str] = ()) -> Iterator[dict]:
+        """HTTP failures, and the skips whose reason is one of ``skip_reasons`` (the run policy's transient ones,
+        :data:`newsdedup.run.retry.TRANSIENT_SKIPS`), most recent first, for ``newsdedup failures``."""
         ...
 
     def save_state(self, name: str, data: bytes) -> None:
@@ -260,7 +261,7 @@ class ArticleStore(Protocol):
     def url_of(self, article_id: int) -> str | None: ...
 
     def origin_of(self, cluster_id: int) -> str | None:
-        """URL of the story's origin (its copy published first, newsdedup.origin) among the pages stored so far,
+        """URL of the story's origin (its copy published first, newsdedup.storage.origin) among the pages stored so far,
         committed or in the open batch; None for a story with no page stored."""
         ...
 

@@ -29,7 +29,7 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.storage.base import StoreError, StoreInUse
 from newsdedup.storage.sql import (
     ARTICLE_COLUMNS,
@@ -117,8 +117,8 @@ class PostgresStore(SQLStore):
 
     _errors = (psycopg.Error, PoolTimeout)
 
-    def __init__(self, uri: str, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
-                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
+    def __init__(self, uri: str, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = defaults.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = defaults.NEWSDEDUP_STORAGE_RETRIES,
                  retry_delay: float = 1.0, pool_size: int = 4) -> None:
         super().__init__(batch_size=batch_size, busy_timeout=busy_timeout, retries=retries, retry_delay=retry_delay)
         self.uri = uri

@@ -26,15 +26,15 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
+from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
-from newsdedup.origin import date_of, earliest, origin_key
-from newsdedup.retry import TRANSIENT_SKIPS, iso, utc_now
+from newsdedup.storage.origin import date_of, earliest, origin_key
+from newsdedup.clock import utc_iso, utc_now
 from newsdedup.storage.base import (
     ArticleRecord,
     ClusterMember,
@@ -194,7 +194,7 @@ SITE_RUN_COLUMNS = (
     "run_started_at", "site", "finished_at", "finish_reason", "exit_code", "list_pages", "article_links",
     "fetched", "stored", "repeats", "skipped", "failed",
 )
-# Derived on insert from published_at, fetched_at and the URL (newsdedup.origin.date_of).
+# Derived on insert from published_at, fetched_at and the URL (newsdedup.storage.origin.date_of).
 DATED_COLUMNS = ("dated_at", "date_basis")
 CLUSTER_COLUMNS = (
     "cluster_id", "origin_url", "origin_dated_at", "origin_date_basis", "members", "first_fetched_at",
@@ -202,7 +202,6 @@ CLUSTER_COLUMNS = (
 )
 # The tables of a newsdedup database; another program's database is refused rather than written into.
 OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters"}
-_TRANSIENT_SKIPS_SQL = ", ".join(f"'{reason}'" for reason in sorted(TRANSIENT_SKIPS))
 
 
 @functools.lru_cache(maxsize=512)
@@ -301,7 +300,7 @@ def clusters_of(tx: Executor, urls: Iterable[str]) -> set[int]:
 
 def refresh_clusters(tx: Executor, cluster_ids: Iterable[int]) -> None:
     """Rewrite the clusters rows of ``cluster_ids`` from their stored members: the origin is the earliest
-    published (newsdedup.origin.earliest), so an earlier copy that arrives late becomes the origin."""
+    published (newsdedup.storage.origin.earliest), so an earlier copy that arrives late becomes the origin."""
     for cluster_id in sorted(cluster_ids):  # sorted: two writers would lock rows in the same order
         members = [
             _Member(*row)
@@ -336,8 +335,8 @@ class SQLStore:
     failed commit is worth retrying because another process holds the database).
     """
 
-    def __init__(self, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
-                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
+    def __init__(self, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = defaults.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = defaults.NEWSDEDUP_STORAGE_RETRIES,
                  retry_delay: float = 1.0) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -627,7 +626,7 @@ class SQLStore:
         """URLs handled for good; with ``since``, only those fetched in the retention window."""
         window = "TRUE" if since is None else "fetched_at >= :since"
         query = self._HANDLED.format(where=window, failed_where=window.replace("fetched_at", "last_failed_at"))
-        params = {"now": now or iso(utc_now())}
+        params = {"now": now or utc_iso(utc_now())}
         if since is not None:
             params["since"] = since
         for (url,) in self._stream(query, params):
@@ -636,22 +635,24 @@ class SQLStore:
     def knows_url(self, url: str, *, now: str | None = None) -> bool:
         """Whether ``url`` was handled for good at any time (the lookup for URLs older than the window)."""
         query = f"SELECT 1 FROM ({self._HANDLED.format(where='url = :url', failed_where='url = :url')}) AS handled LIMIT 1"
-        return self._read(query, {"now": now or iso(utc_now()), "url": url}).fetchone() is not None
+        return self._read(query, {"now": now or utc_iso(utc_now()), "url": url}).fetchone() is not None
 
-    def iter_failures(self, *, sites: tuple[str, ...] = ()) -> Iterator[dict]:
+    def iter_failures(self, *, sites: tuple[str, ...] = (), skip_reasons: Collection[str] = ()) -> Iterator[dict]:
         self.flush()
         names = {f"site{i}": site for i, site in enumerate(sites)}
         site_filter = f"AND site IN ({', '.join(':' + name for name in names)})" if names else ""
+        reasons = {f"reason{i}": reason for i, reason in enumerate(sorted(skip_reasons))}
+        reason_filter = f"reason IN ({', '.join(':' + name for name in reasons)})" if reasons else "FALSE"
         query = f"""
             SELECT 'failed', url, site, kind, detail, attempts, last_failed_at, next_try_at FROM failures
             WHERE TRUE {site_filter}
             UNION ALL
             SELECT 'skipped', url, site, reason, detail, attempts, fetched_at, next_try_at FROM skipped
-            WHERE reason IN ({_TRANSIENT_SKIPS_SQL}) {site_filter}
+            WHERE {reason_filter} {site_filter}
             ORDER BY 7 DESC, 2
         """
         keys = ("what", "url", "site", "reason", "detail", "attempts", "last_at", "next_try_at")
-        for row in self._read(query, names).fetchall():
+        for row in self._read(query, {**names, **reasons}).fetchall():
             yield dict(zip(keys, row))
 
     def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from newsdedup import settings as _D  # the shipped defaults, written there only
-from newsdedup.origin import date_of
-from newsdedup.retry import iso, utc_now
+from newsdedup import defaults  # the shipped defaults, written there only
+from newsdedup.storage.origin import date_of
+from newsdedup.clock import utc_iso, utc_now
 from newsdedup.storage.base import StoreError, StoreInUse
 from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and tests import them from here
     ARTICLE_COLUMNS,
@@ -108,8 +108,8 @@ class SQLiteStore(SQLStore):
     _errors = (sqlite3.DatabaseError,)
 
     def __init__(
-        self, path: str | Path, *, batch_size: int = _D.NEWSDEDUP_STORAGE_BATCH_SIZE,
-                 busy_timeout: float = _D.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = _D.NEWSDEDUP_STORAGE_RETRIES,
+        self, path: str | Path, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_SIZE,
+                 busy_timeout: float = defaults.NEWSDEDUP_STORAGE_BUSY_TIMEOUT, retries: int = defaults.NEWSDEDUP_STORAGE_RETRIES,
         retry_delay: float = 1.0,
     ) -> None:
         super().__init__(batch_size=batch_size, busy_timeout=busy_timeout, retries=retries, retry_delay=retry_delay)
@@ -241,7 +241,7 @@ class SQLiteStore(SQLStore):
                 "database at a time: wait for it to finish, or crawl into another database"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}, started {iso(utc_now())}".encode())
+        os.write(fd, f"pid {os.getpid()}, started {utc_iso(utc_now())}".encode())
         _RUN_LOCKS[key] = [fd, 1]
         self._lock_key = key
 

@@ -1,0 +1,188 @@
+"""``scrapy crawl portal``: check everything before Scrapy starts, then exit with the run's verdict.
+
+Scrapy's own ``crawl`` discovers a bad site file or setting only when the spider or a pipeline is built
+inside the running event loop, where the one-line message drowns in tracebacks (``Task exception was
+never retrieved``), and it exits 0 whatever happened to the pages. This command replaces it through the
+project's ``COMMANDS_MODULE`` (Scrapy 2.19 looks the command name up there after its built-in commands, so
+``scrapy crawl`` from the project root, Scrapyd and cron all get it; other spiders run unchanged):
+
+- ``process_options`` runs before Scrapy configures logging or builds a crawler: the site file, every
+  ``NEWSDEDUP_*`` setting and the database (readable, newsdedup's, schema version, ``PRAGMA quick_check``,
+  run lock) are checked there, and a problem prints one line, ``newsdedup: error: ...``, and exits with
+  status 2 (3 when another crawl holds the database);
+- ``run`` crawls as Scrapy's command does and sets the exit status from the verdict the pipelines left in
+  the stats (:mod:`newsdedup.run.verdict`); a crawl killed before it could judge itself exits 7 (interrupted).
+
+``--settings FILE`` reads a user's settings file (:mod:`newsdedup.run.settings_file`) under the ``-s`` values.
+:func:`crawl_anywhere` is ``newsdedup crawl``: this same command, run on the portal spider with the package's
+settings, so an installed newsdedup crawls from any folder, without this repository's ``scrapy.cfg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from newsdedup.run.options import SettingError
+from newsdedup.crawl.pipelines.state import CrawlSettings
+from newsdedup.crawl.sites import SiteConfigError, load_sites
+from newsdedup.storage.base import ArticleStore, StoreError, StoreInUse
+from newsdedup.run.verdict import ExitCode
+
+SPIDER = "portal"
+SETTINGS_MODULE = "newsdedup.settings"
+CHECKS_AND_EXIT_STATUS = (
+    "the site file, the NEWSDEDUP_* settings and the database are checked first, and the exit status tells how "
+    "the run went (0 ok, 2 config error, 3 database in use, 4 not saved, 5 pages not processed, 6 a site failed, "
+    "7 interrupted, 8 an item pipeline or feed export after newsdedup's failed; docs/commands.md, *Exit status*)."
+)
+
+
+def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
+    """Check a crawl's inputs; return its store, open and locked for this process. Raises CrawlConfigError."""
+    try:
+        load_sites(spider_args.get("sites"), only=spider_args.get("site"))
+        crawl = CrawlSettings.from_settings(settings)
+        if crawl.redis_url:
+            _require_redis_extra()
+        store = crawl.open_store()
+    except (SiteConfigError, SettingError, ValueError) as exc:
+        raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
+    try:
+        store.open()
+        store.check()
+        if crawl.redis_url:  # the workers of a distributed crawl take turns with the lock (newsdedup.distributed.writer)
+            _check_redis(crawl.redis_url)
+        else:
+            store.lock_for_run()
+    except StoreInUse as exc:
+        store.close()
+        raise CrawlConfigError(str(exc), ExitCode.DATABASE_IN_USE) from None
+    except StoreError as exc:
+        store.close()
+        raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
+    return store
+
+
+def _require_redis_extra() -> None:
+    """The libraries of a distributed crawl, checked before the database is touched (not in a plain install)."""
+    try:
+        import redis  # noqa: F401 - newsdedup.distributed.redis_run's client
+        import scrapy_redis  # noqa: F401 - the scheduler and request filter of a distributed crawl
+    except ImportError as exc:
+        raise SettingError(f"NEWSDEDUP_REDIS_URL: no module {exc.name}; a distributed crawl needs the redis extra: "
+                           "pip install 'newsdedup[redis]'") from None
+
+
+def _check_redis(url: str) -> None:
+    from newsdedup.distributed import redis_run
+
+    try:
+        redis_run.connect(url).ping()
+    except Exception as exc:  # noqa: BLE001 - any connection failure is the same one line
+        raise StoreError(f"NEWSDEDUP_REDIS_URL {url}: cannot reach Redis ({exc})") from None
+
+
+class CrawlConfigError(Exception):
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Command(ScrapyCrawlCommand):
+    def long_desc(self) -> str:
+        return "Run a spider of the project. For the portal spider, " + CHECKS_AND_EXIT_STATUS
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--settings", dest="settings_file", metavar="FILE",
+                            help="a TOML file of settings (NAME = value, the names -s takes), kept outside the "
+                            "package; -s overrides it")
+
+    def process_options(self, args, opts) -> None:
+        if opts.settings_file:
+            from newsdedup.run.settings_file import load_settings
+
+            try:  # before super(): its -s values go on top, at the same priority
+                self.settings.setdict(load_settings(opts.settings_file), priority="cmdline")
+            except SettingError as exc:
+                _exit_config_error(str(exc), ExitCode.CONFIG_ERROR)
+        super().process_options(args, opts)
+        self._store: ArticleStore | None = None
+        if args[:1] == [SPIDER]:
+            try:
+                self._store = prepare_crawl(self.settings, opts.spargs)
+            except CrawlConfigError as exc:
+                _exit_config_error(str(exc), exc.code)
+
+    def run(self, args, opts) -> None:
+        if args[:1] != [SPIDER]:
+            super().run(args, opts)
+            return
+        crawler = self._create_crawler(SPIDER)
+        try:
+            self.crawler_process.crawl(crawler, **opts.spargs)
+            self.crawler_process.start()
+        finally:
+            if self._store is not None:
+                self._store.close()  # releases this process's run lock
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = int(ExitCode.SCRAPY_ERROR)
+            return
+        code = crawler.stats.get_value("newsdedup/run/exit_code") if crawler.stats else None
+        self.exitcode = int(ExitCode.INTERRUPTED) if code is None else int(code)
+
+
+def _exit_config_error(message: str, code: ExitCode) -> None:
+    print(f"newsdedup: error: {message}", file=sys.stderr)
+    sys.exit(int(code))
+
+
+def crawl_anywhere(argv: Sequence[str]) -> int:
+    """``newsdedup crawl [options]``: ``scrapy crawl portal [options]`` from any folder; returns the exit status.
+
+    What ``scrapy.cmdline.execute`` does for one command, with this project's settings module named here rather
+    than found through ``scrapy.cfg`` (nor SCRAPY_SETTINGS_MODULE: with it set and no ``scrapy.cfg``, Scrapy
+    cannot place relative HTTPCACHE_DIR paths and refuses them).
+    """
+    import cProfile
+
+    from scrapy.cmdline import ScrapyArgumentParser
+    from scrapy.commands import ScrapyHelpFormatter
+    from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+    from scrapy.exceptions import UsageError
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule(SETTINGS_MODULE, priority="project")
+    command = Command()
+    parser = ScrapyArgumentParser(
+        prog="newsdedup crawl", usage="newsdedup crawl [options]", formatter_class=ScrapyHelpFormatter,
+        conflict_handler="resolve",
+        description="Crawl the portals of a site file (default: the packaged one; write it out to edit it with "
+        "`newsdedup sites --example > sites.toml`, then -a sites=sites.toml) into the database of "
+        "NEWSDEDUP_STORAGE_URI (default sqlite:///newsdedup.sqlite, in the current folder). The same crawl as "
+        "`scrapy crawl portal` in the project: " + CHECKS_AND_EXIT_STATUS,
+    )
+    settings.setdict(command.default_settings, priority="command")
+    command.settings = settings
+    command.add_options(parser)
+    opts = parser.parse_args(list(argv))
+    try:
+        command.process_options([SPIDER], opts)
+        asyncio_reactor = settings["TWISTED_REACTOR"] == "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+        if (asyncio_reactor and not settings.getbool("FORCE_CRAWLER_PROCESS")) or \
+                not settings.getbool("TWISTED_REACTOR_ENABLED"):  # as scrapy.cmdline.execute chooses
+            command.crawler_process = AsyncCrawlerProcess(settings)
+        else:
+            command.crawler_process = CrawlerProcess(settings)
+        if opts.profile:
+            cProfile.runctx("command.run([SPIDER], opts)", globals(), locals(), opts.profile)
+        else:
+            command.run([SPIDER], opts)
+    except UsageError as exc:
+        parser.error(str(exc) or "bad usage")
+    return command.exitcode

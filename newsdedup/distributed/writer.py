@@ -1,0 +1,123 @@
+"""The writer of a distributed crawl: the one process that applies the result stream to the store.
+
+Every process of the crawl extracts and fingerprints its pages and publishes them to the stream
+(:class:`newsdedup.distributed.redis_run.ResultStream`) instead of deduplicating them itself. The process holding the
+store's run lock is the writer: it reads the stream in order and hands each entry to the very stages a
+single-process crawl runs (failures, the analyse stage's bookkeeping, exact, near, store), so both modes make
+the same decisions with the same code. Entries are acknowledged only after the store committed their records;
+the URLs handled for good then go to the shared URL filter, and the verdict on each analysed page (its status,
+story, the page it repeats..., or why it was dropped) to the run's verdict board, where the process that published
+the page waits for it (its store stage hands the verdict on to its item pipelines and feed exports).
+
+A process becomes the writer when it takes the lock (the previous writer finished or died): it first catches
+up with the store (article ids, the exact filter and the near-duplicate index rebuilt from committed rows),
+then reads the entries the previous writer left unacknowledged, then new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from scrapy.exceptions import DropItem
+
+from newsdedup.crawl.analysis import PageAnalysis, PageSkipped
+from newsdedup.crawl.dupefilter import url_key
+from newsdedup.crawl.items import ArticlePage, FetchFailure
+from newsdedup.run.retry import TRANSIENT_SKIPS
+from newsdedup.storage.base import StoreError
+
+logger = logging.getLogger(__name__)
+
+BATCH = 200  # entries read at a time; their records are committed together, then acknowledged
+
+
+class StreamWriter:
+    def __init__(self, state, stream, urls, verdicts) -> None:
+        self.state = state
+        self.stream = stream
+        self.urls = urls  # newsdedup.distributed.redis_run.UrlFilter
+        self.verdicts = verdicts  # newsdedup.distributed.redis_run.VerdictBoard
+        self.applied = 0
+        self.cpu_seconds = 0.0  # the writer's own work (apply and commit), for newsdedup/writer/* stats
+        self._unacknowledged: list[bytes] = []
+        self._handled: list[str] = []
+        self._verdicts: dict[str, dict] = {}  # entry id -> verdict, posted once the batch is committed
+
+    def apply(self, entry, entry_id: str | None = None) -> None:
+        """One stream entry through the stages, as a single-process crawl would run it."""
+        stages = self.state.stages
+        # The publisher of an analysed page waits for its verdict (a skip or a failed fetch has none to wait for).
+        awaited = entry_id is not None and isinstance(entry, tuple) and isinstance(entry[1], PageAnalysis)
+        try:
+            if isinstance(entry, FetchFailure):
+                stages["fetch"].record(entry)
+                return
+            page, result = entry
+            page = stages["extract"].accept(page, result)
+            for name in ("exact", "near"):
+                if name in stages:
+                    page = stages[name].process_item(page)
+            if "store" in stages:
+                page = stages["store"].record(page)
+            self._handled.append(page.url)
+            if awaited:
+                self._verdicts[entry_id] = page.verdict()
+        except DropItem as dropped:
+            level = getattr(dropped, "log_level", None) or "INFO"
+            logger.log(logging.getLevelName(level) if isinstance(level, str) else level, "Dropped: %s", dropped)
+            if isinstance(entry, tuple) and _done_for_good(entry, dropped):
+                self._handled.append(entry[0].url)
+            if awaited:
+                self._verdicts[entry_id] = {"dropped": str(dropped), "log_level": level}
+        finally:
+            self.applied += 1
+
+    def drain_once(self, *, pending: bool) -> int:
+        """Apply one batch (the previous writer's unacknowledged entries first), commit, acknowledge."""
+        batch = self.stream.pending(BATCH) if pending else self.stream.new(BATCH)
+        started = time.thread_time()
+        for entry_id, entry in batch:
+            self.apply(entry, entry_id.decode())
+            self._unacknowledged.append(entry_id)
+        self.commit()
+        self.cpu_seconds += time.thread_time() - started
+        return len(batch)
+
+    def commit(self) -> bool:
+        """Commit what the applied entries recorded; then acknowledge them and remember their URLs."""
+        if not self._unacknowledged:
+            return True
+        try:
+            self.state.store.flush()
+        except StoreError as exc:
+            # The records stay pending in the store and the entries unacknowledged: tried again next batch,
+            # or, if this process dies, applied again by the next writer.
+            logger.error("%s (the writer tries again)", exc)
+            return False
+        # The verdicts before the acknowledgement: entries acknowledged without them would leave their publishers
+        # waiting; posted twice (this writer dies first, the next applies the entries again), the second is moot.
+        self.verdicts.post(self._verdicts)
+        self.urls.add(url_key(url) for url in self._handled)
+        self.stream.done(self._unacknowledged)
+        self._unacknowledged.clear()
+        self._handled.clear()
+        self._verdicts.clear()
+        return True
+
+    async def run(self, still_writer) -> None:
+        """Apply the stream until ``still_writer()`` turns false; never blocks the reactor for long."""
+        while self.drain_once(pending=True) and still_writer():  # what the last writer left, first
+            await asyncio.sleep(0)
+        while still_writer():
+            applied = self.drain_once(pending=False)
+            await asyncio.sleep(0 if applied else 0.05)
+
+
+def _done_for_good(entry: tuple, dropped: DropItem) -> bool:
+    """A dropped page that is handled for good: an exact repeat, a page stored before, a permanent skip."""
+    page, result = entry
+    if isinstance(result, PageSkipped):
+        return result.reason not in TRANSIENT_SKIPS
+    return isinstance(page, ArticlePage)  # repeat or already stored: both recorded
