@@ -493,6 +493,9 @@ DEDUP_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
      "SpotSigs containment fallback for short versions; none switches it off"),
     ("containment_min_spots", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", int,
      "the smaller text needs this many spots for a containment match"),
+    ("containment_whole_below", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW", str,
+     "a containment match whose smaller text is under this share of the larger needs it wholly contained; "
+     "none (default) switches it off"),
     ("min_signatures", "NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", int, "texts with fewer spots are neither indexed nor matched"),
     ("max_distance", "NEWSDEDUP_SIMHASH_MAX_DISTANCE", int, "Simhash Hamming threshold"),
     ("simhash_bits", "NEWSDEDUP_SIMHASH_BITS", int, "Simhash width, 64 or 128"),

@@ -116,6 +116,9 @@ class SpotSigsMatcher:
     everything.  On the held-out half of the reprint benchmark (``newsdedup eval``, tau 0.5) the fallback
     at 0.8 raises pairwise F1 0.929 -> 0.971 and short-version recall 0.07 -> 0.96, no extra hard negative
     merged; at 0.7 it let one short, mostly-disclaimer centre absorb 15 articles carrying that disclaimer.
+    ``containment_whole_below`` (off by default): a smaller text under that share of the larger's length must
+    be wholly in it (:func:`~newsdedup.dedup.spotsigs.containment_match`), which keeps abridged copies and drops
+    real reuse (a commentary or a stitched page that took most of a shorter report, not all of it).
     """
 
     # Containment matches are looked for among documents at most this many times longer or shorter: a
@@ -123,12 +126,16 @@ class SpotSigsMatcher:
     CONTAINMENT_MIN_RATIO = 0.15
 
     def __init__(self, *, tau: float, min_signatures: int, min_containment: float | None,
-                 containment_min_spots: int) -> None:
+                 containment_min_spots: int, containment_whole_below: float | None = None) -> None:
         if min_containment is not None and not 0.0 < min_containment <= 1.0:
             raise ValueError(f"min_containment must be in (0, 1] or None to switch it off, got {min_containment}")
+        if containment_whole_below is not None and not 0.0 < containment_whole_below <= 1.0:
+            raise ValueError("containment_whole_below must be in (0, 1] or None to switch it off, "
+                             f"got {containment_whole_below}")
         self.tau = tau
         self.min_containment = min_containment
         self.containment_min_spots = containment_min_spots
+        self.containment_whole_below = containment_whole_below
         self.index = SpotSigsIndex(tau=tau, min_signatures=min_signatures)
 
     def is_junk(self, spots) -> bool:
@@ -145,7 +152,8 @@ class SpotSigsMatcher:
         if self.min_containment is None:
             return []
         contained = self.index.contained(spots, min_containment=self.min_containment,
-                                         min_spots=self.containment_min_spots, min_ratio=self.CONTAINMENT_MIN_RATIO)
+                                         min_spots=self.containment_min_spots, min_ratio=self.CONTAINMENT_MIN_RATIO,
+                                         whole_below=self.containment_whole_below)
         # A short version is contained in its article but overlaps it only in part: similarity says how much.
         return [Match(key, round(self.jaccard(key, spots), 4), containment, "containment")
                 for key, containment in contained]
@@ -165,10 +173,12 @@ class SpotSigsDetector:
     def __init__(self, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
                  min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
                  min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
-                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
+                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS,
+                 containment_whole_below: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW) -> None:
         self.tau = tau
         self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
-                                     containment_min_spots=containment_min_spots)
+                                     containment_min_spots=containment_min_spots,
+                                     containment_whole_below=containment_whole_below)
 
     def best_match(self, features: DocFeatures) -> Match | None:
         hits = self.spots.matches(features.spots)
@@ -195,12 +205,14 @@ class HybridDetector:
     def __init__(self, *, bits: int = defaults.NEWSDEDUP_SIMHASH_BITS, max_distance: int = defaults.NEWSDEDUP_SIMHASH_MAX_DISTANCE,
                  tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU, min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
                  min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
-                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS) -> None:
+                 containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS,
+                 containment_whole_below: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW) -> None:
         self.bits = bits
         self.tau = tau
         self.simhash_index = SimhashIndex(bits=bits, max_distance=max_distance)
         self.spots = SpotSigsMatcher(tau=tau, min_signatures=min_signatures, min_containment=min_containment,
-                                     containment_min_spots=containment_min_spots)
+                                     containment_min_spots=containment_min_spots,
+                                     containment_whole_below=containment_whole_below)
 
     def _check(self, features: DocFeatures) -> None:
         if features.simhash is None or features.spots is None:
@@ -359,6 +371,7 @@ class NearSettings:
     spotsigs_min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES
     spotsigs_min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT
     spotsigs_containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS
+    spotsigs_containment_whole_below: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW
     esimhash_max_distance: int = defaults.NEWSDEDUP_ESIMHASH_MAX_DISTANCE
     esimhash_weight_cap: float = defaults.NEWSDEDUP_ESIMHASH_WEIGHT_CAP
     esimhash_max_bigrams: int = defaults.NEWSDEDUP_ESIMHASH_MAX_BIGRAMS
@@ -373,6 +386,7 @@ def _spotsigs_arguments(settings: NearSettings) -> dict:
         "min_signatures": settings.spotsigs_min_signatures,
         "min_containment": settings.spotsigs_min_containment,
         "containment_min_spots": settings.spotsigs_containment_min_spots,
+        "containment_whole_below": settings.spotsigs_containment_whole_below,
     }
 
 

@@ -34,6 +34,8 @@ from newsdedup.text.normalize import find_letter_or_number, is_word  # is_word r
 
 __all__ = [
     "ANTECEDENT_LISTS",
+    "WHOLE_CONTAINMENT",
+    "containment_match",
     "is_word",
     "length_partitions",
     "load_antecedents",
@@ -117,6 +119,45 @@ def multiset_jaccard(a: Mapping[Hashable, int], b: Mapping[Hashable, int]) -> fl
             overlap += count if count < other else other
     union = size_a + size_b - overlap  # sum of max counts
     return overlap / union if union else 0.0
+
+
+#: What "wholly contained" means for :func:`containment_match`: all of the smaller text's spots but one in a
+#: hundred are in the larger (a verbatim abridgement keeps every spot but the one its cut breaks; synthetic
+#: first-third versions measure 1.0).
+WHOLE_CONTAINMENT = 0.99
+
+
+def containment_match(common: int, query_length: int, stored_length: int, *, min_containment: float,
+                      min_spots: int = 1, min_ratio: float = 0.15, whole_below: float | None = None) -> float | None:
+    """The containment fallback's decision for one pair: its containment when it matches, else None.
+
+    ``common`` is the multiset overlap of two documents of ``query_length`` and ``stored_length`` spot
+    occurrences. The containment ``common / smaller`` must be ``>= min_containment``, the smaller length
+    ``>= min_spots`` and the length ratio (smaller / larger) ``>= min_ratio``. With ``whole_below``, a pair whose
+    length ratio is under it also needs the smaller text wholly contained (``>= WHOLE_CONTAINMENT``): an
+    abridged copy (the first part of the article kept) is verbatim, while a different article that reuses most
+    of a shorter one (a commentary quoting it, a page stitched from it and another report, a follow-up
+    repeating it) rewrites, cuts or splices some of it. Both indexes (:mod:`newsdedup.dedup.spotsigs_index`,
+    :mod:`newsdedup.dedup.spotsigs_disk`) decide through this function, in this float arithmetic.
+
+    >>> containment_match(19, 20, 60, min_containment=0.8)  # a third as long, 95% of it in the other
+    0.95
+    >>> containment_match(19, 20, 60, min_containment=0.8, whole_below=0.6) is None
+    True
+    >>> containment_match(20, 20, 60, min_containment=0.8, whole_below=0.6)
+    1.0
+    >>> containment_match(17, 20, 25, min_containment=0.8, whole_below=0.6)  # ratio 0.8: 0.8 is enough
+    0.85
+    """
+    smaller, larger = (query_length, stored_length) if query_length <= stored_length else (stored_length, query_length)
+    if smaller < min_spots or smaller <= 0 or smaller / larger < min_ratio:
+        return None
+    containment = common / smaller
+    if containment < min_containment:
+        return None
+    if whole_below is not None and smaller / larger < whole_below and containment < WHOLE_CONTAINMENT:
+        return None
+    return containment
 
 
 def read_word_list(path: str | Path) -> list[str]:

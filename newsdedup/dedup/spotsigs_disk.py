@@ -95,6 +95,7 @@ from pathlib import Path
 import numpy as np
 
 from newsdedup import defaults
+from newsdedup.dedup.spotsigs import containment_match
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
 __all__ = ["PersistentSpotSigsIndex", "spot_tokens"]
@@ -423,7 +424,7 @@ class _Query:
     """A query multiset as sorted arrays, with the probe lengths its thresholds allow."""
 
     def __init__(self, spots: dict[int, int], tau: float, containment: float | None,
-                 min_spots: int = 1, min_ratio: float = 1.0) -> None:
+                 min_spots: int = 1, min_ratio: float = 1.0, whole_below: float | None = None) -> None:
         items = sorted(spots.items())
         self.spots = np.array([spot for spot, _ in items], dtype=np.uint64)
         self.counts = np.array([count for _, count in items], dtype=np.uint32)
@@ -432,6 +433,7 @@ class _Query:
             raise ValueError(f"a query of {length} spots is longer than the {_MAX_QUERY_LENGTH} supported: split it")
         self.tokens = spot_tokens(self.spots, self.counts)
         self.tau, self.containment, self.min_spots, self.min_ratio = tau, containment, min_spots, min_ratio
+        self.whole_below = whole_below
         self.jaccard_side = int(_overlap_bound(tau, length)) if tau is not None else 0
         self.jaccard_probe = length - self.jaccard_side + PREFIX_EXTENSION if tau is not None else 0
         # Length bounds, one wider than exact each side (the judge decides exactly).
@@ -452,10 +454,11 @@ class _Query:
             if self.tau is not None and common / (self.length + other - common) >= self.tau:
                 hits.append((key, common / (self.length + other - common), "jaccard"))
             if self.containment is not None:
-                smaller, larger = min(self.length, other), max(self.length, other)
-                if smaller >= self.min_spots and smaller / larger >= self.min_ratio and \
-                        common / smaller >= self.containment:
-                    hits.append((key, common / smaller, "containment"))
+                containment = containment_match(common, self.length, other, min_containment=self.containment,
+                                                min_spots=self.min_spots, min_ratio=self.min_ratio,
+                                                whole_below=self.whole_below)
+                if containment is not None:
+                    hits.append((key, containment, "containment"))
         return hits
 
 
@@ -795,7 +798,7 @@ class PersistentSpotSigsIndex:
         return hits
 
     def contained(self, signatures: Mapping[int, int], *, min_containment: float, min_spots: int = 1,
-                  min_ratio: float = 0.15) -> list[tuple[int, float]]:
+                  min_ratio: float = 0.15, whole_below: float | None = None) -> list[tuple[int, float]]:
         """Every visible document containing, or contained in, the query, as :meth:`SpotSigsIndex.contained`."""
         if not self.min_containment <= min_containment <= 1.0:
             raise ValueError(f"this index was built for containment >= {self.min_containment}, got {min_containment}")
@@ -806,12 +809,12 @@ class PersistentSpotSigsIndex:
         min_spots = max(1, min_spots)
         if length < max(min_spots, self.min_signatures):
             return []
-        query = _Query(spots, None, min_containment, min_spots, min_ratio)
+        query = _Query(spots, None, min_containment, min_spots, min_ratio, whole_below)
         hits = [(key, score) for segment in self.segments
                 for key, score, _ in segment.search(query, self.window_start)]
         if self._delta_docs:
             hits += self._delta.contained(spots, min_containment=min_containment, min_spots=min_spots,
-                                      min_ratio=min_ratio)
+                                      min_ratio=min_ratio, whole_below=whole_below)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits
 

@@ -63,7 +63,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from itertools import repeat
 
 from newsdedup import defaults  # the shipped defaults, written there only
-from newsdedup.dedup.spotsigs import length_partitions
+from newsdedup.dedup.spotsigs import containment_match, length_partitions
 
 __all__ = ["SpotSigsIndex"]
 
@@ -495,13 +495,16 @@ class SpotSigsIndex:
         min_containment: float,
         min_spots: int = 1,
         min_ratio: float = 0.15,
+        whole_below: float | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Every stored document that contains, or is contained in, the query: exactly, without a scan.
 
         Containment is ``overlap / min(|q|, |d|)`` (multiset overlap over the smaller of the two lengths);
         a document is returned when it is ``>= min_containment``, the smaller length is ``>= min_spots``
         and the length ratio (shorter / longer) is ``>= min_ratio`` (a digest of many stories does not
-        absorb each of them). Sorted by descending containment, then insertion order.
+        absorb each of them); with ``whole_below``, a pair whose length ratio is under it needs the smaller
+        text wholly contained (:func:`~newsdedup.dedup.spotsigs.containment_match` decides each pair).
+        Sorted by descending containment, then insertion order.
 
         Prefix filtering (Chaudhuri et al., ICDE 2006) instead of a wide Jaccard query: a document that
         shares ``t`` occurrences with the query shares a spot among the query's first ``|q| - t + 1``
@@ -515,6 +518,8 @@ class SpotSigsIndex:
             raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
         if not 0.0 < min_ratio <= 1.0:
             raise ValueError(f"min_ratio must be in (0, 1], got {min_ratio!r}")
+        if whole_below is not None and not 0.0 < whole_below <= 1.0:
+            raise ValueError(f"whole_below must be in (0, 1] or None, got {whole_below!r}")
         spots = self._positive_counts(signatures)
         length = sum(spots.values())
         min_spots = max(1, min_spots)
@@ -572,11 +577,13 @@ class SpotSigsIndex:
                 if seq in checked:
                     continue
                 checked.add(seq)
-                smaller = min(length, _LENGTH_CAP - rank[seq])
-                if smaller < min_spots:
+                stored = _LENGTH_CAP - rank[seq]
+                if min(length, stored) < min_spots:
                     continue
-                containment = self._overlap(seq, query_counts) / smaller
-                if containment >= min_containment:
+                containment = containment_match(self._overlap(seq, query_counts), length, stored,
+                                                min_containment=min_containment, min_spots=min_spots,
+                                                min_ratio=min_ratio, whole_below=whole_below)
+                if containment is not None:
                     found.append((seq, keys[seq], containment))
             prefix += count
         self._queries += 1
