@@ -83,6 +83,8 @@ def test_dedup_rejects_a_bad_method_with_a_clear_message():
     result = run_cli("dedup", "--input", "-", "--output", "-", "--tau", "1.5", stdin="")
     assert result.returncode == 2
     assert "tau" in result.stderr
+    result = run_cli("dedup", "--input", "-", "--output", "-", "--containment-whole-below", "2", stdin="")
+    assert result.returncode == 2 and "containment_whole_below" in result.stderr
 
 
 def test_export_of_a_missing_database_is_a_clear_error(tmp_path):

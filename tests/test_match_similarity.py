@@ -55,3 +55,37 @@ def test_the_same_copy_reads_alike_under_spotsigs_and_simhash():
     # A Jaccard of spots and a bit distance, read on one scale: both say about 94% overlap.
     assert results["simhash"].score > 0 and results["spotsigs"].similarity < 1
     assert results["spotsigs"].similarity == pytest.approx(results["simhash"].similarity, abs=0.05), results
+
+
+COMMENTARY = [
+    "评论员认为，无人驾驶公交的推出固然令人期待，但是城市管理者更应该关注它的长期运营成本。",
+    "过去几年，不少城市都曾高调推出过新型的交通工具，最后却因为客流不足而悄然停运。",
+    "如果没有稳定的财政补贴和清晰的商业模式，再先进的技术也难以在街头长期存在下去。",
+    "与其追求数量上的扩张，不如先把一条线路做精做细，让市民真正感受到出行的便利。",
+    "此外，公众对于安全问题的担忧并没有完全消除，相关部门需要及时公开运营的数据。",
+    "只有在透明和信任的基础上，新技术才能够赢得市民的支持，从而走得更远更稳。",
+]
+
+
+def test_whole_containment_below_a_length_ratio_keeps_an_abridged_copy_and_not_a_commentary_quoting_the_report():
+    """An abridged copy is verbatim; a commentary that quotes most of a short report (the last clause of
+    one sentence changed) contains most of its spots but not all, and is its own article."""
+    extractor = FeatureExtractor(FeatureConfig(method="spotsigs"))
+    report = "".join(SENTENCES[:5])
+    rewritten = "试运营期间，车辆在安全员的陪同下累计行驶了三万多公里，目前运行平稳。"  # its last clause changed
+    commentary = "".join(COMMENTARY[:3] + SENTENCES[:2] + [rewritten] + SENTENCES[3:5] + COMMENTARY[3:] * 2)
+    decided = {}
+    for whole_below in (None, 0.6):
+        near = NearSettings(method="spotsigs", spotsigs_containment_whole_below=whole_below)
+        quoting = SinglePassClusterer(make_detector(near))
+        quoting.assign("report", extractor.features(report))
+        abridging = SinglePassClusterer(make_detector(near))
+        abridging.assign("full", extractor.features(ARTICLE))
+        decided[whole_below] = (quoting.assign("commentary", extractor.features(commentary)).match,
+                                abridging.assign("abridged", extractor.features(report)).match)
+    quoted, abridged = decided[None]
+    assert quoted is not None and quoted.measure == "containment" and 0.8 <= quoted.score < 0.99  # merged today
+    assert abridged is not None and abridged.score >= 0.99
+    quoted, abridged = decided[0.6]
+    assert quoted is None  # the commentary stays its own story
+    assert abridged is not None and abridged.key == "full" and abridged.measure == "containment"

@@ -293,3 +293,26 @@ def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
     assert rolled.high_water_mark == mark and len(rolled) == len(kept)
     for doc in docs[::7]:
         assert searched(rolled, doc) == brute_force(kept, doc)
+
+
+def test_the_whole_rule_decides_alike_on_disk_in_memory_and_by_brute_force(tmp_path):
+    """Both indexes decide the containment fallback through one function: with ``whole_below`` too."""
+    corpus = Corpus(seed=11)
+    index = open_index(tmp_path / "near", flush_docs=30, max_segment_docs=100)
+    memory = SpotSigsIndex(tau=TAU, min_signatures=MIN_SIGNATURES)
+    stored: dict[int, Counter] = {}
+    dropped = 0
+    for key in range(240):
+        doc = corpus.next()
+        if key % 2 == 0 and stored:
+            arguments = {"min_containment": CONTAINMENT, "min_spots": MIN_SPOTS, "min_ratio": RATIO, "whole_below": 0.6}
+            got = index.contained(doc, **arguments)
+            assert got == memory.contained(doc, **arguments), key
+            expected = [(k, c) for k, c in brute_force(stored, doc)[1]
+                        if c >= 0.99 or min(doc.total(), stored[k].total()) / max(doc.total(), stored[k].total()) >= 0.6]
+            assert got == expected, key
+            dropped += len(brute_force(stored, doc)[1]) - len(got)
+        if index.add(key, doc, time=1000 + key):
+            stored[key] = doc
+        memory.add(key, doc)
+    assert len(index.segments) >= 1 and dropped > 10, dropped

@@ -387,3 +387,35 @@ def test_pruning_compares_far_fewer_documents_than_share_a_spot() -> None:
 def test_arguments_are_validated(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_contained_with_the_whole_rule_equals_brute_force() -> None:
+    """Below ``whole_below`` a pair needs containment >= 0.99; the index decides as a scan with that rule."""
+    rng = random.Random(60)
+    docs = _corpus(rng, 500)
+    for i in range(0, len(docs), 5):  # short versions, verbatim or with a few spots changed
+        elements = sorted(docs[i].elements())
+        short = elements[: max(1, len(elements) // 3)]
+        if i % 2:
+            short = short[:-2] + ["edited", "spots"]
+        docs.insert(i + 1, Counter(short))
+    index = SpotSigsIndex(0.5, min_signatures=3)
+    stored: dict[Hashable, Counter] = {}
+    dropped = kept_short = 0
+    for i, doc in enumerate(docs):
+        got = index.contained(doc, min_containment=0.7, min_spots=5, whole_below=0.6)
+        expected = [(key, containment) for key, containment in contained_brute_force(stored, doc, 0.7, 5, 0.15)
+                    if containment >= 0.99 or min(sum(doc.values()), sum(stored[key].values()))
+                    / max(sum(doc.values()), sum(stored[key].values())) >= 0.6]
+        if sum(doc.values()) < 5:
+            expected = []
+        assert got == expected, f"doc {i}"
+        everything = index.contained(doc, min_containment=0.7, min_spots=5)
+        dropped += len(everything) - len(got)
+        kept_short += sum(min(sum(doc.values()), sum(stored[key].values()))
+                          / max(sum(doc.values()), sum(stored[key].values())) < 0.6 for key, _ in got)
+        if index.add(i, doc):
+            stored[i] = doc
+    assert dropped > 20 and kept_short > 20, (dropped, kept_short)
+    with pytest.raises(ValueError, match="whole_below"):
+        index.contained(docs[0], min_containment=0.7, whole_below=1.5)

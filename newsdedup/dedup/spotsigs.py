@@ -122,8 +122,8 @@ def multiset_jaccard(a: Mapping[Hashable, int], b: Mapping[Hashable, int]) -> fl
 
 
 #: What "wholly contained" means for :func:`containment_match`: all of the smaller text's spots but one in a
-#: hundred are in the larger (a verbatim abridgement keeps every spot but the one its cut breaks; synthetic
-#: first-third versions measure 1.0).
+#: hundred are in the larger (a verbatim abridgement keeps every spot but the one its cut breaks: the synthetic
+#: first-third versions measure 1.0 against their original, less against an edited copy of it).
 WHOLE_CONTAINMENT = 0.99
 
 
