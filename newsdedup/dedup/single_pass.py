@@ -117,8 +117,9 @@ class SpotSigsMatcher:
     at 0.8 raises pairwise F1 0.929 -> 0.971 and short-version recall 0.07 -> 0.96, no extra hard negative
     merged; at 0.7 it let one short, mostly-disclaimer centre absorb 15 articles carrying that disclaimer.
     ``containment_whole_below`` (off by default): a smaller text under that share of the larger's length must
-    be wholly in it (:func:`~newsdedup.dedup.spotsigs.containment_match`), which keeps abridged copies and drops
-    real reuse (a commentary or a stitched page that took most of a shorter report, not all of it).
+    be wholly in it (:func:`~newsdedup.dedup.spotsigs.containment_match`). That keeps verbatim abridged copies
+    and drops articles that took most of a shorter report but not all of it (real labelled pairs, test half, at
+    0.6: F1 0.914 -> 0.939), but also short versions whose centre is an edited copy (synthetic F1 0.971 -> 0.962).
     """
 
     # Containment matches are looked for among documents at most this many times longer or shorter: a

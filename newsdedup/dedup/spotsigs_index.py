@@ -578,7 +578,7 @@ class SpotSigsIndex:
                     continue
                 checked.add(seq)
                 stored = _LENGTH_CAP - rank[seq]
-                if min(length, stored) < min_spots:
+                if min(length, stored) < min_spots:  # containment_match says no: spare the overlap count
                     continue
                 containment = containment_match(self._overlap(seq, query_counts), length, stored,
                                                 min_containment=min_containment, min_spots=min_spots,
