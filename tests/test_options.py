@@ -30,7 +30,8 @@ def test_scrapy_settings_and_plain_dicts_read_alike():
     assert options.near_settings(scrapy_settings) == options.near_settings(plain)
     assert options.near_settings(plain).spotsigs_min_containment is None
     assert options.near_settings({}).spotsigs_containment_whole_below is None  # off unless set
-    assert options.near_settings({"NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW": "0.6"}).spotsigs_containment_whole_below == 0.6
+    whole = options.near_settings({"NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW": "0.6"})
+    assert whole.spotsigs_containment_whole_below == 0.6
 
 
 @pytest.mark.parametrize(
