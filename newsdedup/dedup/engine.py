@@ -70,14 +70,23 @@ class ExactStage:
 class Verdict:
     """What a document is relative to the ones before it (the fields of ``newsdedup dedup``'s output, in order)."""
 
-    id: Hashable  # the document's key
-    status: str  # unique | near_duplicate | exact_duplicate (newsdedup.dedup.status)
-    duplicate_of: Hashable | None  # the earlier document it matches; None when unique
-    cluster_id: Hashable | None  # its story: the key of the story's first document
-    similarity: float | None  # estimated overlap in [0, 1], 4 decimals (see newsdedup.dedup.single_pass)
-    method: str  # exact, or the near-duplicate method that decided
-    score: float | None = None  # the method's own figure, named by ``measure``, 4 decimals
-    measure: str | None = None  # exact | jaccard | containment | hamming | cosine
+    id: Hashable
+    """The document's key (a :class:`newsdedup.Deduplicator`'s ``id``; in the crawl, the article's)."""
+    status: str
+    """``unique`` (the first of its story), ``near_duplicate`` or ``exact_duplicate`` (:mod:`newsdedup.dedup.status`)."""
+    duplicate_of: Hashable | None
+    """The earlier document it matches: the centre of its story, or the one with the same text; None when unique."""
+    cluster_id: Hashable | None
+    """Its story: the key of the story's first document."""
+    similarity: float | None
+    """Estimated share of features the two texts have in common, in [0, 1], 4 decimals, the same measure for every
+    method (:mod:`newsdedup.dedup.single_pass`); 1.0 for an exact duplicate, None when unique."""
+    method: str
+    """``exact`` for an exact duplicate, else the near-duplicate method (``spotsigs``, ``simhash``, ...)."""
+    score: float | None = None
+    """The method's own figure that decided, 4 decimals, named by :attr:`measure`."""
+    measure: str | None = None
+    """``exact``, ``jaccard``, ``containment`` (SpotSigs), ``hamming`` (Simhash bits apart) or ``cosine`` (DWDCS)."""
 
 
 class DedupEngine:
