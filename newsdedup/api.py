@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from newsdedup import defaults
 from newsdedup.dedup.engine import DedupEngine, Verdict
@@ -22,7 +22,7 @@ from newsdedup.extract.extractor import Article, SkipPage
 
 if TYPE_CHECKING:
     from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
-    from newsdedup.storage.base import ArticleStore
+    from newsdedup.storage.base import ArticleStore, StoredRef
 
 #: A document's key: a string (a URL, a file name) or an integer; over a store, a string.
 DocumentId = Union[str, int]
@@ -305,7 +305,7 @@ class Deduplicator:
         fetched_at = now_iso()
         exact = self.engine.exact_verdict(doc_id, features.fingerprint)
         if exact is not None:
-            earlier = exact.duplicate_of  # the store's StoredRef
+            earlier = cast("StoredRef", exact.duplicate_of)  # the store's keys
             store.add_repeat(RepeatRecord(
                 url=doc_id, site=site, title=title, published_at=published_at, author=None, source=None,
                 canonical_url=None, fetched_at=fetched_at, fingerprint=features.fingerprint, repeat_of=earlier.url,
@@ -314,20 +314,22 @@ class Deduplicator:
             return replace(exact, duplicate_of=earlier.url, cluster_id=self._first_of_story(earlier.cluster_id))
         article_id = store.new_article_id()
         verdict = self.engine.near_verdict(article_id, features)
-        duplicate_of = store.url_of(verdict.duplicate_of) if verdict.status == NEAR_DUPLICATE else None
+        cluster_id = cast(int, verdict.cluster_id)  # an article id of the store
+        duplicate_of = store.url_of(cast(int, verdict.duplicate_of)) if verdict.status == NEAR_DUPLICATE else None
         store.add_article(ArticleRecord(
             id=article_id, url=doc_id, site=site, title=title, text=text, published_at=published_at, author=None,
             source=None, canonical_url=None, fetched_at=fetched_at, fingerprint=features.fingerprint,
-            status=verdict.status, duplicate_of=duplicate_of, cluster_id=verdict.cluster_id,
+            status=verdict.status, duplicate_of=duplicate_of, cluster_id=cluster_id,
             similarity=verdict.similarity, score=verdict.score, measure=verdict.measure, method=verdict.method,
             **stored_features(features),
         ))
         self.engine.exact.add(features.fingerprint)
         return replace(verdict, id=doc_id, duplicate_of=duplicate_of,
-                       cluster_id=doc_id if verdict.cluster_id == article_id else self._first_of_story(verdict.cluster_id))
+                       cluster_id=doc_id if cluster_id == article_id else self._first_of_story(cluster_id))
 
     def _first_of_story(self, cluster_id: int | None) -> str | None:
         """A stored story's id as the library gives it: the id (URL) of its first document."""
+        assert self._store is not None
         return None if cluster_id is None else self._store.url_of(cluster_id)
 
 

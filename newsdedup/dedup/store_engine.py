@@ -42,13 +42,14 @@ def engine_from_store(
     exact = ExactStage(confirm, expected=2 * len(fingerprints) + 100_000, error_rate=error_rate)
     for fingerprint in fingerprints:
         exact.add(fingerprint)
-    clusterer = SinglePassClusterer(_restore_detector(store, near))
-    restored = isinstance(clusterer.detector, ESimhashDetector)
+    detector = _restore_detector(store, near)
+    restored = detector if isinstance(detector, ESimhashDetector) else None  # with its statistics
+    clusterer = SinglePassClusterer(detector)
     recompute: FeatureExtractor | None = None
     in_window: list[int] = []  # the centres of stories active in the window
     for record in store.iter_cluster_centres(since=since):
         in_window.append(record.id)
-        if restored and record.id in clusterer.detector:
+        if restored is not None and record.id in restored:
             continue  # restored from the saved state, with its statistics
         doc = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
         if (
@@ -60,10 +61,10 @@ def engine_from_store(
             recompute = recompute or FeatureExtractor(features)
             doc = recompute.features(record.text)
         clusterer.add_centre(record.id, doc)
-    if restored:
+    if restored is not None:
         # The saved index holds every centre it ever indexed; a story past the retention window is no
         # longer matched (as with the other methods, rebuilt from the window's centres alone).
-        clusterer.detector.retain(in_window)
+        restored.retain(in_window)
     return StoredEngine(DedupEngine(exact, clusterer), len(fingerprints), len(in_window))
 
 
