@@ -151,3 +151,18 @@ def test_newsdedup_dedup_writes_what_the_version_before_the_api_wrote(shared_dat
                       encoding="utf-8")
     assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0"]) == 0
     assert output.read_bytes() == EXPECTED.read_bytes()
+
+
+def test_the_getting_started_example_runs_as_written(tmp_path):
+    """docs/getting-started.md's *Use it from Python* block, on a folder of three saved pages."""
+    guide = (REPO_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    example = guide.split("## Use it from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name, title in (("1.html", "十月CPI同比上涨2.5%"), ("2.html", "统计局：10月CPI上涨2.5%")):
+        page = f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{STORY}</p><p>{OTHER}</p></body></html>"
+        (pages / name).write_bytes(page.encode("gbk"))
+    (pages / "3.html").write_bytes(b"%PDF-1.7 ...")
+    run = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["1.html unique None None", "2.html exact_duplicate 1.html 1.0",
+                                       "pages/3.html skipped: not_html"]
