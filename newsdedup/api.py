@@ -101,7 +101,9 @@ class Deduplicator:
     database a crawl can write, ``newsdedup export`` and ``newsdedup report`` read), each under its ``id`` as URL,
     and a later Deduplicator on the same store goes on from them; ``retention_days`` is the crawl's retention
     window. A store is used by one writer at a time (its run lock): :meth:`close` the Deduplicator, or use it in
-    a ``with`` block.
+    a ``with`` block; until then what was added is committed in batches of ``NEWSDEDUP_STORAGE_BATCH_SIZE``. A
+    store that cannot be used (another writer has it, a damaged or foreign database) raises
+    :class:`~newsdedup.storage.base.StoreError` with what to do.
 
     >>> story = ("国家统计局今天发布数据显示，十月份全国居民消费价格同比上涨百分之二点五，"
     ...          "其中城市上涨百分之二点五，农村上涨百分之二点四；食品价格上涨百分之三点三，"
