@@ -8,7 +8,7 @@ Every stage is the product's own call, timed on the same texts in corpus order, 
 * ``normalise``: :func:`normalize_text`; ``segment``: the configured segmenter's ``cut`` on the normalised text
   (rjieba via ``auto``; ``segment_jieba``: jieba on the same text, for comparison, outside the totals);
 * ``signatures``: the rest of ``features`` (exact fingerprint, token filter, spot signatures or Simhash);
-* ``dedup``: :meth:`Deduplicator.process` on those features: the exact stage, then Single-Pass with its index.
+* ``dedup``: :meth:`DedupEngine.process` on those features: the exact stage, then Single-Pass with its index.
 
 Medians of ``--repeats`` runs (the machine is shared; the load average is printed).  Needs ../shared/data.
 """
@@ -23,7 +23,7 @@ import statistics
 import time
 from pathlib import Path
 
-from newsdedup.dedup.engine import Deduplicator
+from newsdedup.dedup.engine import DedupEngine
 from newsdedup.dedup.features import METHODS, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 from newsdedup.text.normalize import normalize_text
@@ -47,7 +47,7 @@ def run_once(method: str, texts: list[str]) -> dict[str, float]:
     spent["segment"], _ = seconds_of(extractor._segmenter.cut, normalised)
     spent["segment_jieba"], _ = seconds_of(jieba.cut, normalised)
     spent["signatures"] = spent["features"] - spent["normalise"] - spent["segment"]
-    dedup = Deduplicator(SinglePassClusterer(make_detector(NearSettings(method=method))), expected=len(texts))
+    dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(NearSettings(method=method))), expected=len(texts))
     spent["dedup"], _ = seconds_of(lambda pair: dedup.process(*pair), list(enumerate(features)))
     return spent
 

@@ -8,7 +8,7 @@ folder; in the repository ``scrapy crawl portal`` is the same crawl.
 from __future__ import annotations
 
 import argparse
-import collections
+import dataclasses
 import json
 import os
 import sys
@@ -371,47 +371,24 @@ def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str | int, str]
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from newsdedup.run import options
-    from newsdedup.crawl.analysis import AnalysisPool, analyse_text
-    from newsdedup.dedup.engine import Deduplicator
-    from newsdedup.dedup.single_pass import SinglePassClusterer, make_detector
+    from newsdedup.api import Deduplicator, parameter_of
 
-    overrides = {name: getattr(args, dest) for dest, name, *_ in DEDUP_OPTIONS if getattr(args, dest) is not None}
+    parameters = {parameter_of(name): getattr(args, dest) for dest, name, *_ in DEDUP_OPTIONS
+                  if getattr(args, dest) is not None}
     try:
-        features = options.feature_config(overrides)
-        near = options.near_settings(overrides)
-        dedup = Deduplicator(SinglePassClusterer(make_detector(near)))
+        dedup = Deduplicator(**parameters)
     except ValueError as exc:
         print(f"newsdedup dedup: {exc}", file=sys.stderr)
         return 2
     source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
     out = _open_output(args.output)
     bad: list[str] = []
-    pool = AnalysisPool(features, workers=args.workers)
-    pool.start()
     counts = {"unique": 0, "near_duplicate": 0, "exact_duplicate": 0}
     try:
-        docs = _read_docs(source, bad)
-        ids: collections.deque[str | int] = collections.deque()
-
-        def texts() -> Iterator[str]:
-            for doc_id, text in docs:
-                ids.append(doc_id)
-                yield text
-
-        for doc_features in pool.map(analyse_text, texts()):
-            doc_id = ids.popleft()  # results come back in input order
-            verdict = dedup.process(doc_id, doc_features)
+        for verdict in dedup.add_many(_read_docs(source, bad), workers=args.workers):
             counts[verdict.status] += 1
-            similarity, score = (None if v is None else round(v, 4) for v in (verdict.similarity, verdict.score))
-            _dump(
-                {"id": doc_id, "status": verdict.status, "duplicate_of": verdict.duplicate_of,
-                 "cluster_id": verdict.cluster_id, "similarity": similarity, "method": verdict.method,
-                 "score": score, "measure": verdict.measure},
-                out,
-            )
+            _dump(dataclasses.asdict(verdict), out)
     finally:
-        pool.shutdown()
         if source is not sys.stdin:
             source.close()
         if out is not sys.stdout:

@@ -57,6 +57,15 @@ def test_api_reference_renders_the_docstrings(site):
     assert "SpotSigsIndex" in html and "open_store" in html and "extract_article" in html
 
 
+def test_api_reference_opens_with_the_library(site):
+    """``newsdedup.Deduplicator`` (its parameters, its verdict's fields) and ``newsdedup.extract_article`` come first."""
+    html = page(site, "api")
+    library = html.index('id="newsdedup.Deduplicator"')
+    assert max(library, html.index('id="newsdedup.extract_article"')) < html.index('id="newsdedup.dedup.engine"')
+    assert 'id="newsdedup.Verdict.similarity"' in html
+    assert "spotsigs_tau" in html_text(html[library:html.index('id="newsdedup.Verdict"')])
+
+
 def test_docstring_examples_and_roles_become_markdown():
     from test_readme import docs_hook
 

@@ -1,7 +1,7 @@
 """The dedup decision for one document: exact stage, then Single-Pass near-duplicate stage.
 
-Shared by the crawl pipelines and ``newsdedup dedup`` so both decide alike.  Pure Python; the
-caller supplies how to confirm a fingerprint (the article store, or a dict for a stream).
+Shared by the crawl pipelines, :class:`newsdedup.Deduplicator` and ``newsdedup dedup`` so all decide alike.
+Pure Python; the caller supplies how to confirm a fingerprint (the article store, or a dict for a stream).
 """
 
 from __future__ import annotations
@@ -68,36 +68,80 @@ class ExactStage:
 
 @dataclass(frozen=True)
 class Verdict:
+    """What a document is relative to the ones before it (the fields of ``newsdedup dedup``'s output, in order)."""
+
+    id: Hashable
+    """The document's key (a :class:`newsdedup.Deduplicator`'s ``id``; in the crawl, the article's)."""
     status: str
+    """``unique`` (the first of its story), ``near_duplicate`` or ``exact_duplicate`` (:mod:`newsdedup.dedup.status`)."""
     duplicate_of: Hashable | None
+    """The earlier document it matches: the centre of its story, or the one with the same text; None when unique."""
     cluster_id: Hashable | None
-    similarity: float | None  # estimated overlap in [0, 1] (see newsdedup.dedup.single_pass)
+    """Its story: the key of the story's first document."""
+    similarity: float | None
+    """Estimated share of features the two texts have in common, in [0, 1], 4 decimals, the same measure for every
+    method (:mod:`newsdedup.dedup.single_pass`); 1.0 for an exact duplicate, None when unique."""
     method: str
-    score: float | None = None  # the method's own figure, named by ``measure``
-    measure: str | None = None  # exact | jaccard | containment | hamming | cosine
+    """``exact`` for an exact duplicate, else the near-duplicate method (``spotsigs``, ``simhash``, ...)."""
+    score: float | None = None
+    """The method's own figure that decided, 4 decimals, named by :attr:`measure`."""
+    measure: str | None = None
+    """``exact``, ``jaccard``, ``containment`` (SpotSigs), ``hamming`` (Simhash bits apart) or ``cosine`` (DWDCS)."""
 
 
-class Deduplicator:
-    """Exact stage then Single-Pass clustering, with an in-memory fingerprint table.
+class DedupEngine:
+    """The decision for one document: the exact stage, then Single-Pass near-duplicate clustering.
 
-    For streams (``newsdedup dedup``); the crawl keeps its fingerprints in the article store
-    and calls the two stages from separate pipelines.
+    The one decision of every caller: the crawl's exact and near pipelines call :meth:`exact_verdict` and
+    :meth:`near_verdict` (the article store confirms fingerprints and keeps the documents), so does
+    :class:`newsdedup.Deduplicator` over a store; in memory it (and so ``newsdedup dedup``) and the evaluation call
+    :meth:`process` of an engine built :meth:`in_memory`, which keeps the fingerprints of the documents it decided.
     """
 
-    def __init__(self, clusterer: SinglePassClusterer, *, expected: int = 100_000) -> None:
-        self._first_by_fingerprint: dict[bytes, ExactRef] = {}
-        self.exact = ExactStage(self._first_by_fingerprint.get, expected=expected)
+    def __init__(self, exact: ExactStage, clusterer: SinglePassClusterer) -> None:
+        self.exact = exact
         self.clusterer = clusterer
+        self._first_by_fingerprint: dict[bytes, ExactRef] | None = None  # in memory: what confirms the Bloom filter
+
+    @classmethod
+    def in_memory(
+        cls, clusterer: SinglePassClusterer, *, expected: int = 100_000,
+        error_rate: float = defaults.NEWSDEDUP_EXACT_BLOOM_ERROR_RATE,
+    ) -> DedupEngine:
+        """An engine whose documents are kept in a dict (``expected`` of them sizes the Bloom filter)."""
+        first_by_fingerprint: dict[bytes, ExactRef] = {}
+        engine = cls(ExactStage(first_by_fingerprint.get, expected=expected, error_rate=error_rate), clusterer)
+        engine._first_by_fingerprint = first_by_fingerprint
+        return engine
+
+    @property
+    def method(self) -> str:
+        return self.clusterer.method
+
+    def exact_verdict(self, key: Hashable, fingerprint: bytes) -> Verdict | None:
+        """An exact duplicate's verdict (``duplicate_of``: the key the confirming lookup returned), else None."""
+        ref = self.exact.find(fingerprint)
+        if ref is None:
+            return None
+        return Verdict(key, EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact", 1.0, "exact")
+
+    def near_verdict(self, key: Hashable, features: DocFeatures) -> Verdict:
+        """Single-Pass: join the best matching story (near duplicate) or start one (unique, its own centre)."""
+        assignment = self.clusterer.assign(key, features)
+        match = assignment.match
+        if match is None:
+            return Verdict(key, UNIQUE, None, assignment.cluster_id, None, self.method)
+        return Verdict(key, NEAR_DUPLICATE, assignment.duplicate_of, assignment.cluster_id, round(match.similarity, 4),
+                       self.method, round(match.score, 4), match.measure)
 
     def process(self, key: Hashable, features: DocFeatures) -> Verdict:
-        ref = self.exact.find(features.fingerprint)
-        if ref is not None:
-            return Verdict(EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact", 1.0, "exact")
-        assignment = self.clusterer.assign(key, features)
-        self._first_by_fingerprint[features.fingerprint] = ExactRef(key, assignment.cluster_id)
-        self.exact.add(features.fingerprint)
-        match = assignment.match
-        return Verdict(
-            NEAR_DUPLICATE if match else UNIQUE, assignment.duplicate_of, assignment.cluster_id,
-            match and match.similarity, self.clusterer.method, match and match.score, match and match.measure,
-        )
+        """Both stages, and the document kept (an engine built :meth:`in_memory`): a later copy of its text is an
+        exact duplicate. Over a store, the caller stores the document and adds its fingerprint to :attr:`exact`."""
+        if self._first_by_fingerprint is None:
+            raise TypeError("process() keeps documents in memory: build the engine with DedupEngine.in_memory()")
+        verdict = self.exact_verdict(key, features.fingerprint)
+        if verdict is None:
+            verdict = self.near_verdict(key, features)
+            self._first_by_fingerprint[features.fingerprint] = ExactRef(key, verdict.cluster_id)
+            self.exact.add(features.fingerprint)
+        return verdict

@@ -2,7 +2,7 @@
 
 The product's methods run as ``newsdedup dedup`` runs them: features from the product's
 :class:`~newsdedup.crawl.analysis.AnalysisPool` (worker processes, one per core), then the exact stage and
-Single-Pass of :class:`~newsdedup.dedup.engine.Deduplicator` in stream order, with the row's
+Single-Pass of :class:`~newsdedup.dedup.engine.DedupEngine` in stream order, with the row's
 :class:`~newsdedup.dedup.single_pass.NearSettings` (in the same worker processes, one stream and row per
 task).  A row is the shipped defaults, the paper's parameters, or parameters :func:`tune` chose on the tune
 split of the reprint benchmark; the figures reported are those of the held-out test split.  Baselines
@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from newsdedup.crawl.analysis import AnalysisPool, analyse_text
-from newsdedup.dedup.engine import EXACT_DUPLICATE, Deduplicator
+from newsdedup.dedup.engine import EXACT_DUPLICATE, DedupEngine
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 from newsdedup.evaluation.scoring import Report, evaluate
@@ -121,7 +121,7 @@ def _cluster(spec: MethodSpec, items: Sequence[tuple[Hashable, object]]) -> tupl
     started = time.process_time()
     if spec.baseline is not None:
         return dict(spec.baseline().cluster(items)), set(), time.process_time() - started
-    dedup = Deduplicator(SinglePassClusterer(make_detector(spec.near)), expected=len(items))
+    dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(spec.near)), expected=len(items))
     predicted, exact = {}, set()
     for key, features in items:
         verdict = dedup.process(key, features)

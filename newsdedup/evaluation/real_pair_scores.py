@@ -2,7 +2,7 @@
 
 A pair is decided as the pipeline decides it: features from the product's
 :class:`~newsdedup.dedup.features.FeatureExtractor`, then a fresh
-:class:`~newsdedup.dedup.engine.Deduplicator` (exact stage, then Single-Pass over the setting's detector) sees
+:class:`~newsdedup.dedup.engine.DedupEngine` (exact stage, then Single-Pass over the setting's detector) sees
 text ``a`` and then text ``b``; the pair is called a near duplicate when ``b`` comes out an exact or near duplicate
 of ``a``.  A positive is a ``near_duplicate`` pair; ``reuse`` and ``different`` pairs are negatives (a reuse pair
 called a near duplicate would hide the reusing article under its source), and ``junk`` pairs are left out of the
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from newsdedup.dedup.engine import Deduplicator
+from newsdedup.dedup.engine import DedupEngine
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
@@ -75,7 +75,7 @@ class PairJudge:
     def is_near_duplicate(self, settings: NearSettings, a: str, b: str) -> bool:
         """Whether the pipeline, having stored ``a``, files ``b`` as a duplicate of it."""
         config = FeatureConfig(method=settings.method)
-        dedup = Deduplicator(SinglePassClusterer(make_detector(settings)), expected=2)
+        dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(settings)), expected=2)
         dedup.process("a", self.features(config, a))
         verdict = dedup.process("b", self.features(config, b))
         return verdict.status in (EXACT_DUPLICATE, NEAR_DUPLICATE) and verdict.duplicate_of == "a"

@@ -220,14 +220,14 @@ def cost(data_dir: Path | str, *, setting: ReuseSetting = ReuseSetting(), limit:
     """CPU milliseconds per text over the Sina texts in corpus order, in this process: the reuse stage (find,
     then add) beside the SpotSigs decision (features, then the exact stage and Single-Pass with its index), as
     the crawl pays them per page.  ``time.process_time``: the machine may be shared."""
-    from newsdedup.dedup.engine import Deduplicator
+    from newsdedup.dedup.engine import DedupEngine
     from newsdedup.dedup.features import FeatureConfig, FeatureExtractor
     from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
 
     texts = sina_texts(data_dir)[:limit]
     extractor = FeatureExtractor(FeatureConfig(method="spotsigs"))
     extractor.features("预热一下分词器。")  # the dictionaries load outside the timing
-    dedup = Deduplicator(SinglePassClusterer(make_detector(NearSettings(method="spotsigs"))), expected=len(texts))
+    dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(NearSettings(method="spotsigs"))), expected=len(texts))
     started = time.process_time()
     for n, text in enumerate(texts):
         dedup.process(n, extractor.features(text))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from newsdedup.crawl.pipelines import StagePipeline
-from newsdedup.dedup.status import EXACT_DUPLICATE
 from newsdedup.storage.base import RepeatRecord
 
 
@@ -12,11 +11,11 @@ class ExactDedupPipeline(StagePipeline):
 
     def process_page(self, item):
         analysis = item.analysis
-        ref = self.state.exact.find(analysis.features.fingerprint)
+        verdict = self.state.engine.exact_verdict(item.url, analysis.features.fingerprint)
         self.inc("checked")
-        if ref is None:
+        if verdict is None:
             return item
-        stored = ref.key  # StoredRef of the earlier article
+        stored = verdict.duplicate_of  # StoredRef of the earlier article
         article = analysis.article
         self.state.store.add_repeat(
             RepeatRecord(
@@ -27,7 +26,8 @@ class ExactDedupPipeline(StagePipeline):
             )
         )
         # As `newsdedup export` shows a repeat: in the story of the page it repeats, similarity 1.
-        item.status, item.duplicate_of, item.cluster_id = EXACT_DUPLICATE, stored.url, stored.cluster_id
-        item.similarity, item.score, item.measure, item.method = 1.0, 1.0, "exact", "exact"
+        item.status, item.duplicate_of, item.cluster_id = verdict.status, stored.url, verdict.cluster_id
+        item.similarity, item.score, item.measure, item.method = (
+            verdict.similarity, verdict.score, verdict.measure, verdict.method)
         self.inc("repeats")
         return item  # the near stage passes it on (its status is set); the store stage hands on its verdict

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from newsdedup.crawl.pipelines import StagePipeline
-from newsdedup.dedup.status import NEAR_DUPLICATE, UNIQUE
+from newsdedup.dedup.status import NEAR_DUPLICATE
 
 
 class NearDedupPipeline(StagePipeline):
@@ -12,15 +12,12 @@ class NearDedupPipeline(StagePipeline):
     def process_page(self, item):
         state = self.state
         item.article_id = state.store.new_article_id()
-        assignment = state.clusterer.assign(item.article_id, item.analysis.features)
-        item.cluster_id = assignment.cluster_id
-        if assignment.is_near_duplicate:
-            item.status = NEAR_DUPLICATE
-            item.duplicate_of = state.store.url_of(assignment.duplicate_of)
-            match = assignment.match
-            item.similarity, item.score, item.measure = round(match.similarity, 4), round(match.score, 4), match.measure
+        verdict = state.engine.near_verdict(item.article_id, item.analysis.features)
+        item.status, item.cluster_id = verdict.status, verdict.cluster_id
+        if verdict.status == NEAR_DUPLICATE:
+            item.duplicate_of = state.store.url_of(verdict.duplicate_of)
+            item.similarity, item.score, item.measure = verdict.similarity, verdict.score, verdict.measure
             self.inc("near_duplicates")
         else:
-            item.status = UNIQUE
             self.inc("clusters")
         return item

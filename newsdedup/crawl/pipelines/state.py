@@ -36,12 +36,13 @@ from newsdedup.run import retention
 
 from newsdedup.run import runstats
 from newsdedup.crawl.analysis import AnalysisPool, ExtractOptions, PageSkipped
-from newsdedup.dedup.engine import ExactRef, ExactStage
+from newsdedup.dedup.engine import DedupEngine, ExactStage
 from newsdedup.crawl.items import ArticlePage, FetchFailure
-from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor, unpack_spots
+from newsdedup.dedup.features import FeatureConfig
 from newsdedup.crawl.ordering import InOrder
 from newsdedup.crawl.outputs import OutputWatch, feed_storage_failures, handed_on
-from newsdedup.dedup.single_pass import ESimhashDetector, NearSettings, SinglePassClusterer, make_detector
+from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer
+from newsdedup.dedup.store_engine import engine_from_store, save_engine_state
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run.retry import RetryPolicy
 from newsdedup.clock import utc_iso, utc_now
@@ -120,6 +121,7 @@ class CrawlState:
         self.order = InOrder()
         self.store: ArticleStore | None = None
         self.pool: AnalysisPool | None = None
+        self.engine: DedupEngine | None = None  # the dedup decision; exact and clusterer are its two stages
         self.exact: ExactStage | None = None
         self.clusterer: SinglePassClusterer | None = None
         self.templates: dict[str, SiteTemplate] = {}
@@ -216,7 +218,8 @@ class CrawlState:
             task.cancel()
         if self.store is not None:
             try:
-                self._save_detector()
+                if self.engine is not None:
+                    save_engine_state(self.store, self.engine)
                 if not self.settings.redis_url or self.writer is not None:
                     # In a distributed crawl only the writer writes the store; the templates the other processes
                     # learned from their own pages are learned again next run.
@@ -454,48 +457,16 @@ class CrawlState:
                        verdict.name, "\n".join(f"problem: {p}" for p in verdict.problems))
 
     def _rebuild_indexes(self) -> None:
-        store = self.store
-        assert store is not None
         since = retention.window_start(self.settings.retention_days)  # None: remember every stored story
-        fingerprints = list(store.iter_fingerprints(since=since))
-
-        def confirm(fingerprint: bytes) -> ExactRef | None:
-            ref = store.find_by_fingerprint(fingerprint, since=since)
-            return None if ref is None else ExactRef(ref, ref.cluster_id)
-
-        self.exact = ExactStage(
-            confirm, expected=2 * len(fingerprints) + 100_000, error_rate=self.settings.exact_error_rate
-        )
-        for fingerprint in fingerprints:
-            self.exact.add(fingerprint)
-        self.clusterer = SinglePassClusterer(self._restore_detector())
-        restored = isinstance(self.clusterer.detector, ESimhashDetector)
-        recompute: FeatureExtractor | None = None
-        in_window: list[int] = []  # the centres of stories active in the window
-        for record in store.iter_cluster_centres(since=since):
-            in_window.append(record.id)
-            if restored and record.id in self.clusterer.detector:
-                continue  # restored from the saved state, with its statistics
-            features = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
-            config = self.settings.features
-            if (
-                (config.uses_simhash and features.simhash is None)
-                or (config.uses_spotsigs and features.spots is None)
-                or config.rebuilds_from_text  # E-Simhash words, DWDCS key concepts: not stored
-            ):
-                # Stored by another method or bit width: derive the missing features from the text once.
-                recompute = recompute or FeatureExtractor(config)
-                features = recompute.features(record.text)
-            self.clusterer.add_centre(record.id, features)
-        if restored:
-            # The saved index holds every centre it ever indexed; a story past the retention window is no
-            # longer matched (as with the other methods, rebuilt from the window's centres alone).
-            self.clusterer.detector.retain(in_window)
+        rebuilt = engine_from_store(self.store, self.settings.features, self.settings.near, since=since,
+                                    error_rate=self.settings.exact_error_rate)
+        self.engine = rebuilt.engine
+        self.exact, self.clusterer = self.engine.exact, self.engine.clusterer
         stats = self.crawler.stats
-        stats.set_value("newsdedup/exact/known_fingerprints", len(fingerprints))
-        stats.set_value("newsdedup/near/known_centres", len(in_window))
+        stats.set_value("newsdedup/exact/known_fingerprints", rebuilt.known_fingerprints)
+        stats.set_value("newsdedup/near/known_centres", rebuilt.known_centres)
         logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
-                    len(fingerprints), len(in_window), f" (stories active since {since})" if since else "")
+                    rebuilt.known_fingerprints, rebuilt.known_centres, f" (stories active since {since})" if since else "")
 
     def template(self, site: str) -> SiteTemplate | None:
         """The learned template of ``site`` (restored from the store the first time), None when switched off."""
@@ -511,27 +482,6 @@ class CrawlState:
                 template = SiteTemplate()
             self.templates[site] = template
         return template
-
-    def _state_name(self) -> str:
-        return f"near/{self.settings.near.method}"
-
-    def _restore_detector(self):
-        """A fresh detector, or for E-Simhash the saved one: its corpus statistics cover every
-        article seen, not only the cluster centres a rebuild could re-add."""
-        near = self.settings.near
-        if near.method == "esimhash":
-            blob = self.store.load_state(self._state_name())
-            if blob is not None:
-                return ESimhashDetector.from_bytes(
-                    blob, max_distance=near.esimhash_max_distance, weight_cap=near.esimhash_weight_cap,
-                    max_bigrams=near.esimhash_max_bigrams,
-                )
-        return make_detector(near)
-
-    def _save_detector(self) -> None:
-        detector = self.clusterer.detector if self.clusterer is not None else None
-        if isinstance(detector, ESimhashDetector):
-            self.store.save_state(self._state_name(), detector.to_bytes())
 
     def _publish_stats(self) -> None:
         stats = self.crawler.stats

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from scrapy.exceptions import DropItem
 
-from newsdedup.dedup.features import pack_spots
 from newsdedup.dedup.status import EXACT_DUPLICATE, UNIQUE
+from newsdedup.dedup.store_engine import stored_features
 from newsdedup.crawl.items import ArticlePage, ArticleVerdict
 from newsdedup.crawl.pipelines import StagePipeline
 from newsdedup.storage.base import ArticleRecord
@@ -56,10 +56,7 @@ class StorePipeline(StagePipeline):
                     fetched_url=item.fetched_url or item.url,
                     fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
                     cluster_id=item.cluster_id, similarity=item.similarity, score=item.score, measure=item.measure,
-                    method=item.method,
-                    # The column holds 64-bit fingerprints; a 128-bit one is re-derived from the text on rebuild.
-                    simhash=features.simhash if features.simhash is not None and features.simhash < 2**64 else None,
-                    spots=pack_spots(features.spots),
+                    method=item.method, **stored_features(features),
                 )
             )
             state.exact.add(features.fingerprint)

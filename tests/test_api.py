@@ -1,0 +1,168 @@
+"""The library API at the package top: ``newsdedup.extract_article`` and ``newsdedup.Deduplicator``.
+
+Its docstring examples run as doctests (newsdedup/api.py); these tests check what they cannot show: that the
+parameters are the settings, that a store gives the verdicts memory gives and goes on across runs, that
+``newsdedup dedup`` (now the Deduplicator) writes what it wrote before, and that ``import newsdedup`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+import newsdedup
+from newsdedup import defaults
+from newsdedup.api import setting_of
+from newsdedup.cli import main
+from newsdedup.storage import open_store
+
+STORY = ("国家统计局今天发布数据显示，十月份全国居民消费价格同比上涨百分之二点五，其中城市上涨百分之二点五，农村上涨百分之二点四；"
+         "食品价格上涨百分之三点三，非食品价格上涨百分之二点四。统计局的专家表示，猪肉和鲜菜的价格是主要的推动因素，"
+         "而能源价格的上涨也在其中起了一定的作用。")
+OTHER = ("第二届中国国际进口博览会今天在上海开幕，来自一百五十多个国家和地区的三千多家企业参展。展会期间还将举办虹桥国际经济论坛，"
+         "围绕开放创新、贸易与投资等议题展开讨论。主办方表示，本届展会的展览面积比上一届扩大了三万平方米，参展的世界五百强企业也更多。")
+# A reprint: the body with the day named, a source line in front and the editor's sentence at the end.
+REPRINT = "（来源：新华社）" + STORY.replace("今天", "11月9日") + "业内人士认为，这一涨幅仍在市场的预期之内。"
+STREAM = [("a", STORY), ("b", OTHER), ("c", STORY), ("d", REPRINT), ("e", OTHER + "（完）"), ("f", "短讯")]
+
+
+def statuses(verdicts):
+    return [(v.id, v.status, v.duplicate_of, v.cluster_id) for v in verdicts]
+
+
+def test_the_parameters_are_the_settings_with_their_defaults():
+    parameters = inspect.signature(newsdedup.Deduplicator).parameters
+    settings = {setting_of(name): parameter.default for name, parameter in parameters.items() if name != "store"}
+    assert settings == {name: getattr(defaults, name) for name in settings}
+    # Every setting of the dedup decision and its features is one.
+    dedup_groups = ("NEWSDEDUP_NEAR_", "NEWSDEDUP_SEGMENTER", "NEWSDEDUP_STOPWORDS", "NEWSDEDUP_SIMHASH_",
+                    "NEWSDEDUP_SPOTSIGS_", "NEWSDEDUP_ESIMHASH_", "NEWSDEDUP_DWDCS_", "NEWSDEDUP_EXACT_",
+                    "NEWSDEDUP_RETENTION_")
+    assert sorted(name for name in vars(defaults) if name.startswith(dedup_groups)) == sorted(settings)
+
+
+def test_in_memory_a_stream_gets_unique_exact_and_near_verdicts():
+    dedup = newsdedup.Deduplicator()
+    verdicts = [dedup.add(text, id=key) for key, text in STREAM]
+    assert statuses(verdicts) == [
+        ("a", "unique", None, "a"), ("b", "unique", None, "b"), ("c", "exact_duplicate", "a", "a"),
+        ("d", "near_duplicate", "a", "a"), ("e", "near_duplicate", "b", "b"), ("f", "unique", None, "f"),
+    ]
+    near = verdicts[3]
+    assert 0.5 <= near.similarity < 1 and near.measure == "jaccard" and near.method == "spotsigs"
+
+
+def test_a_threshold_given_changes_the_decision():
+    strict = newsdedup.Deduplicator(spotsigs_tau=0.99, spotsigs_min_containment=None)
+    assert [strict.add(text, id=key).status for key, text in STREAM[:4]] == [
+        "unique", "unique", "exact_duplicate", "unique"]
+    with pytest.raises(ValueError, match="NEWSDEDUP_SPOTSIGS_TAU: expected a number, got 'high'"):
+        newsdedup.Deduplicator(spotsigs_tau="high")
+    with pytest.raises(ValueError, match="NEWSDEDUP_NEAR_METHOD"):
+        newsdedup.Deduplicator("minhash")
+
+
+@pytest.mark.parametrize("method", ["spotsigs", "simhash"])
+def test_a_store_gives_the_verdicts_memory_gives_and_goes_on_across_runs(tmp_path, method):
+    in_memory = newsdedup.Deduplicator(method)
+    expected = statuses([in_memory.add(text, id=key) for key, text in STREAM])
+    uri = f"sqlite:///{tmp_path / 'news.sqlite'}"
+    with newsdedup.Deduplicator(method, store=uri) as first_run:
+        verdicts = [first_run.add(text, id=key, site="demo") for key, text in STREAM[:3]]
+    with newsdedup.Deduplicator(method, store=uri) as second_run:
+        verdicts += list(second_run.add_many(STREAM[3:], workers=0))
+    assert statuses(verdicts) == expected
+    store = open_store(uri)
+    store.open()
+    try:
+        exported = {row["url"]: (row["status"], row["duplicate_of"]) for row in store.iter_export()}
+    finally:
+        store.close()
+    assert exported == {key: (status, duplicate_of) for key, status, duplicate_of, _ in expected}
+
+
+def test_a_store_takes_string_ids_once_and_one_writer_at_a_time(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'news.sqlite'}"
+    with newsdedup.Deduplicator(store=uri) as dedup:
+        dedup.add(STORY, id="https://news.example.cn/1.html")
+        with pytest.raises(ValueError, match="already"):
+            dedup.add(OTHER, id="https://news.example.cn/1.html")
+        with pytest.raises(TypeError, match="string"):
+            dedup.add(OTHER, id=2)
+        # Another process (a crawl, a Deduplicator) cannot write the store meanwhile.
+        other = subprocess.run([sys.executable, "-c", f"import newsdedup; newsdedup.Deduplicator(store={uri!r})"],
+                               capture_output=True, text=True)
+        assert other.returncode == 1 and "StoreInUse" in other.stderr and "in use by another" in other.stderr
+    with pytest.raises(ValueError, match="closed"):
+        dedup.add(OTHER, id="https://news.example.cn/2.html")
+
+
+def test_extract_article_decodes_gbk_behind_a_lying_meta_and_skips_with_a_reason():
+    body = "，".join(["记者从市交通委获悉本市今年将新开通三条地铁线路"] * 8) + "。"
+    html = ('<html><head><meta charset="utf-8"><title>地铁新线</title></head><body><h1>地铁新线</h1>'
+            f"<p>{body}</p></body></html>")
+    article = newsdedup.extract_article(html.encode("gb18030"), url="https://news.example.cn/1.html")
+    assert article.text.startswith("记者从市交通委获悉") and article.canonical_url == "https://news.example.cn/1.html"
+    with pytest.raises(newsdedup.SkipPage) as skipped:
+        newsdedup.extract_article(html.encode("gbk"), min_chars=10_000)
+    assert skipped.value.reason == "too_short"
+
+
+def test_importing_the_package_loads_nothing_until_the_api_is_used():
+    code = ("import sys, newsdedup; before = sorted(m for m in ('newsdedup.api', 'lxml', 'jieba', 'scrapy') "
+            "if m in sys.modules); newsdedup.Deduplicator().add('新闻', id=1); "
+            "print(before, sorted(m for m in ('scrapy', 'twisted', 'redis', 'psycopg') if m in sys.modules), "
+            "'newsdedup.api' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[] [] True"
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        newsdedup.nothing  # noqa: B018
+
+
+# -- `newsdedup dedup` writes what it wrote before the library API --------------------------------------------
+# `newsdedup dedup --workers 0` of the commit before the API (11e2518) on sina_sample(), ids as sample positions:
+EXPECTED = REPO_ROOT / "tests" / "fixtures" / "dedup_sina_sample.expected.jsonl"
+
+
+def sina_sample(data: Path) -> list[dict]:
+    """Every TechNews text and the testTech text of the same page (near copies scraped twice, with exact
+    repeats among them), and every 20th of the rest: 1,178 of the 9,054 texts (837 unique, 309 near and 32 exact duplicates). Ids are positions in the sample,
+    so the expectation file holds no third-party text."""
+    with gzip.open(data / "sina-news-2018" / "articles.jsonl.gz", "rt", encoding="utf-8") as lines:
+        docs = [json.loads(line) for line in lines]
+    tech = {doc["title"] for doc in docs if doc["category"] == "TechNews"}
+    chosen = [doc for number, doc in enumerate(docs)
+              if (doc["category"] in ("TechNews", "testTech") and doc["title"] in tech) or number % 20 == 0]
+    return [{"id": position, "text": doc["text"]} for position, doc in enumerate(chosen)]
+
+
+@pytest.mark.shared_data
+def test_newsdedup_dedup_writes_what_the_version_before_the_api_wrote(shared_data: Path, tmp_path):
+    source, output = tmp_path / "sample.jsonl", tmp_path / "verdicts.jsonl"
+    source.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in sina_sample(shared_data)),
+                      encoding="utf-8")
+    assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0"]) == 0
+    assert output.read_bytes() == EXPECTED.read_bytes()
+
+
+def test_the_getting_started_example_runs_as_written(tmp_path):
+    """docs/getting-started.md's *Use it from Python* block, on a folder of three saved pages."""
+    guide = (REPO_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    example = guide.split("## Use it from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name, title in (("1.html", "十月CPI同比上涨2.5%"), ("2.html", "统计局：10月CPI上涨2.5%")):
+        page = f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{STORY}</p><p>{OTHER}</p></body></html>"
+        (pages / name).write_bytes(page.encode("gbk"))
+    (pages / "3.html").write_bytes(b"%PDF-1.7 ...")
+    run = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["1.html unique None None", "2.html exact_duplicate 1.html 1.0",
+                                       "pages/3.html skipped: not_html"]
