@@ -94,7 +94,7 @@ class Deduplicator:
     ``hybrid``, ``esimhash`` or ``dwdcs``, see *How it works*); every other parameter is the setting of the same
     name (``spotsigs_tau`` is ``NEWSDEDUP_SPOTSIGS_TAU``, see *Settings*) with the same default. A parameter given
     as ``None`` takes its default, except ``spotsigs_min_containment``, where ``None`` switches the containment
-    fallback off. A bad value raises ValueError naming the setting.
+    fallback off (``spotsigs_containment_whole_below``'s default, ``None``, is its rule switched off). A bad value raises ValueError naming the setting.
 
     Without ``store`` the documents are kept in memory, for the object's life. With a storage URI
     (``sqlite:///news.sqlite``, ``postgresql://...``) they are stored as a crawl stores its articles (the same
@@ -141,6 +141,7 @@ class Deduplicator:
         spotsigs_tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
         spotsigs_min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
         spotsigs_containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS,
+        spotsigs_containment_whole_below: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW,
         spotsigs_min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
         spotsigs_antecedents: str = defaults.NEWSDEDUP_SPOTSIGS_ANTECEDENTS,
         spotsigs_chain: int = defaults.NEWSDEDUP_SPOTSIGS_CHAIN,
