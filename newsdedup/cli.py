@@ -216,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         store.close()
     _write_report(report, fmt, args.output, top=args.top)
     print(f"{report['totals']['stories']} reprinted stories, {report['totals']['copies']} copies, "
-          f"{report['totals']['sites']} sites ({fmt}{'' if args.output == '-' else ' in ' + args.output})",
+          f"{report['totals']['sites']} sites, {len(report['quoted'])} stories quoted by others ({fmt}{'' if args.output == '-' else ' in ' + args.output})",
           file=sys.stderr)
     return 0
 
