@@ -2,8 +2,8 @@
 another is stored as its own story, with one reuse record naming the report and the passages; the report's
 "quoted by" and ``newsdedup export`` show it.
 
-Real ``scrapy crawl`` processes against a local site (tests/local_site.py) writing to SQLite; the texts are
-invented for this test.
+Real ``scrapy crawl`` processes against a local site (tests/local_site.py) writing to SQLite, and a distributed crawl
+of two processes on Redis and PostgreSQL; the texts are invented for this test.
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
 
+from conftest import REPO_ROOT
 from local_site import LocalSite, check_store_consistent, crawl, export_rows, newsdedup
+from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
+from test_distributed import export, finish, servers, start_workers, worker_command  # noqa: F401 - servers: a fixture
 
 REPORT = [
     "青川市轨道交通二号线今天上午正式开通运营，线路全长二十八公里，设车站二十一座，连接高铁站和老城区。",
@@ -93,3 +97,47 @@ def test_with_reuse_switched_off_nothing_is_recorded(tmp_path):
         sites_file.write_text(site.sites_toml(), encoding="utf-8")
         crawl(sites_file, db, "-s", "NEWSDEDUP_REUSE=False")
     assert [row["reuses"] for row in export_rows(db)] == [[], []]
+
+
+def test_a_distributed_crawls_writer_records_the_reuse_and_the_fetching_process_gets_it_in_its_verdict(
+        servers, tmp_path):
+    """Two processes sharing Redis and PostgreSQL: the writer (whichever it is) rebuilds the reuse index from the
+    store and records the commentary's reuse; the process that fetched the commentary writes the reuse in its feed,
+    from the verdict the writer posted through Redis."""
+    store_uri = servers[0]
+    sites_file = tmp_path / "sites.toml"
+    with LocalSite(("qingchuan", "pinglun")) as site:
+        report_url = site.publish("qingchuan", 1, "青川地铁二号线今天开通", REPORT, "2026-11-20 09:00")
+        sites_file.write_text(site.sites_toml(("qingchuan",)), encoding="utf-8")
+        logs = [tmp_path / "a1.log", tmp_path / "a2.log"]
+        finish(start_workers(sites_file, servers, logs), logs)
+        commentary_url = site.publish("pinglun", 1, "地铁开通之后还要做什么", COMMENTARY, "2026-11-21 08:00")
+        sites_file.write_text(site.sites_toml(), encoding="utf-8")
+        logs = [tmp_path / "b1.log", tmp_path / "b2.log"]
+        feeds = [tmp_path / "b1.jsonl", tmp_path / "b2.jsonl"]
+        processes = [subprocess.Popen(worker_command(sites_file, servers, "-O", str(feed)), cwd=REPO_ROOT,
+                                      stderr=subprocess.STDOUT, stdout=open(log, "w", encoding="utf-8"))  # noqa: SIM115
+                     for log, feed in zip(logs, feeds)]
+        finish(processes, logs)
+
+    rows = {row["url"]: row for row in export(store_uri)}
+    assert rows[commentary_url]["status"] == "unique"
+    [reuse] = rows[commentary_url]["reuses"]
+    assert reuse["source_url"] == report_url and reuse["source_cluster_id"] == rows[report_url]["cluster_id"]
+    fed = [json.loads(line) for feed in feeds if feed.exists() for line in feed.read_text().splitlines()]
+    assert [row["reuses"] for row in fed if row["url"] == commentary_url] == [rows[commentary_url]["reuses"]]
+
+
+def test_a_story_stored_earlier_in_the_same_crawl_is_found_while_its_batch_is_still_open(tmp_path):
+    """The report is stored (its batch not yet committed) and indexed before the commentary arrives, in one crawl."""
+    db = tmp_path / "news.sqlite"
+    sites_file = tmp_path / "sites.toml"
+    with LocalSite(("qingchuan", "pinglun")) as site:
+        report_url = site.publish("qingchuan", 1, "青川地铁二号线今天开通", REPORT, "2026-11-20 09:00")
+        # Served 3 s later: the report's page has gone through the stages by then.
+        commentary_url = site.publish("pinglun", 1, "地铁开通之后还要做什么", COMMENTARY, "2026-11-21 08:00", delay=3.0)
+        sites_file.write_text(site.sites_toml(), encoding="utf-8")
+        crawl(sites_file, db)
+    rows = {row["url"]: row for row in export_rows(db)}
+    assert [reuse["source_url"] for reuse in rows[commentary_url]["reuses"]] == [report_url]
+    assert rows[report_url]["reuses"] == []
