@@ -13,10 +13,14 @@ import re
 import sqlite3
 import subprocess
 
+import jsonschema
+
 from conftest import REPO_ROOT
 from local_site import LocalSite, check_store_consistent, crawl, export_rows, newsdedup
 from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
 from test_distributed import export, finish, servers, start_workers, worker_command  # noqa: F401 - servers: a fixture
+
+from newsdedup.monitoring.report import REPORT_SCHEMA
 
 REPORT = [
     "青川市轨道交通二号线今天上午正式开通运营，线路全长二十八公里，设车站二十一座，连接高铁站和老城区。",
@@ -77,7 +81,9 @@ def test_a_commentary_quoting_three_paragraphs_keeps_its_story_and_records_the_r
 
     result = newsdedup("report", "--storage", f"sqlite:///{db}", "--format", "json")
     assert result.returncode == 0, result.stderr
-    [story] = json.loads(result.stdout)["quoted"]
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, REPORT_SCHEMA)
+    [story] = data["quoted"]
     assert story["source"]["url"] == report_url and story["cluster_id"] == report["cluster_id"]
     [quote] = story["quoted_by"]
     assert quote["url"] == commentary_url and quote["site"] == "pinglun"
