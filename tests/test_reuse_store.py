@@ -3,6 +3,7 @@ created in an older database by the schema 6 migration."""
 
 from __future__ import annotations
 
+import pytest
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 from test_storage import article, execute, rows
 
@@ -72,3 +73,22 @@ def test_a_schema_5_database_gets_the_reuses_table(store_uri):
     assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert SCHEMA_VERSION == 6
     assert rows(store_uri, "SELECT article_id, source_id, chars FROM reuses") == [(2, 1, 19)]
+
+
+def test_a_reuse_crosses_redis_as_plain_data_in_a_page_and_in_a_verdict():
+    """A distributed crawl carries reuses in the plain form (ReuseRecord.as_dict): inside an ArticlePage through the
+    stream's JSON codec, and in the verdict the writer posts (json.dumps); the store's record comes back whole."""
+    import json
+
+    from newsdedup.crawl.items import ArticlePage
+    from newsdedup.distributed import wire
+
+    record = ReuseRecord(7, "http://a/7", 120, 0.31, 0.4, ((48, 126, 55, 124, 120),))
+    page = ArticlePage("http://b/1", "b", b"", None, "2026-11-27T08:00:00+00:00", reuses=[record.as_dict()])
+    codec = wire.stream_codec()
+    assert codec.loads(codec.dumps(page)) == page
+    verdict = json.loads(json.dumps(page.verdict()))
+    assert [ReuseRecord.from_dict(reuse) for reuse in verdict["reuses"]] == [record]
+    broken = ArticlePage("http://b/1", "b", b"", None, "2026-11-27T08:00:00+00:00", reuses=[record])
+    with pytest.raises(wire.WireError):  # the record itself is no wire data: the page carries its plain form
+        codec.dumps(broken)
