@@ -11,7 +11,9 @@ engine with the project's settings (no delays, no robots.txt), each in a fresh p
 
 - ``scrapy_only``: no item pipeline at all (the ceiling);
 - ``naive``: :class:`NaivePipeline`, trafilatura + jieba + Simhash per item in the reactor thread (the baseline);
-- ``full_w0`` / ``full_w1`` / ``full_w2``: the newsdedup pipelines with 0 (inline), 1 and 2 worker processes.
+- ``full_w0`` / ``full_w1`` / ``full_w2``: the newsdedup pipelines with 0 (inline), 1 and 2 worker processes;
+- ``full_w1_noreuse``: ``full_w1`` with the passage-reuse stage off (``NEWSDEDUP_REUSE=False``): run beside
+  ``full_w1``, the summary gives the reuse stage's cost as the ratio of their CPU a page, per round.
 
 pages/s = article pages / Scrapy's ``elapsed_time_seconds`` (pool start-up included); CPU a page = the crawl
 process's CPU time and its workers' (start-up included) / article pages, the steadier figure on a shared machine;
@@ -55,7 +57,9 @@ PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title} - 本�
 <div class="related"><h3>相关阅读</h3><ul>{related}</ul></div></div>
 <div class="footer">本地新闻网版权所有 未经授权禁止转载</div></body></html>"""
 CONFIGS = {"scrapy_only": {"ITEM_PIPELINES": {}}, "naive": {"ITEM_PIPELINES": {"crawl_throughput.NaivePipeline": 100}},
-           "full_w0": {"NEWSDEDUP_WORKERS": 0}, "full_w1": {"NEWSDEDUP_WORKERS": 1}, "full_w2": {"NEWSDEDUP_WORKERS": 2}}
+           "full_w0": {"NEWSDEDUP_WORKERS": 0}, "full_w1": {"NEWSDEDUP_WORKERS": 1}, "full_w2": {"NEWSDEDUP_WORKERS": 2},
+           "full_w1_noreuse": {"NEWSDEDUP_WORKERS": 1, "NEWSDEDUP_REUSE": False}}
+NOREUSE = "_noreuse"  # a configuration ending so is its twin's without the reuse stage
 
 
 class NaivePipeline:
@@ -313,14 +317,20 @@ def main() -> None:
             runs[f"{name}@{args.against.name}"] = (name, args.against.resolve())
     workdir, sites_file, server = serve_site(args.pages, args.data, small=args.small, one_site=args.one_site)
     rates: dict[str, list[float]] = {label: [] for label in runs}
+    cpus: dict[str, list[float]] = {label: [] for label in runs}  # CPU ms a page, workers included
+    own_cpus: dict[str, list[float]] = {label: [] for label in runs}  # the crawl process's alone (the dedup stages)
     try:
         for round_number in range(1, args.rounds + 1):
-            for name, (config, code) in runs.items():
+            # Every other round in the reverse order: a configuration is not always the one run as the machine warms.
+            order = list(runs.items()) if round_number % 2 else list(runs.items())[::-1]
+            for name, (config, code) in order:
                 process, stats_file = start_one(config, sites_file, workdir, round_number, code, profile=args.profile)
                 stats = finish_one(process, stats_file)
                 pages, seconds = stats.get("newsdedup/crawl/article_pages", 0), stats["elapsed_time_seconds"]
                 rates[name].append(pages / seconds)
                 cpu = stats["cpu_seconds"] + stats.get("cpu_children_seconds", 0.0)
+                cpus[name].append(1000 * cpu / max(pages, 1))
+                own_cpus[name].append(1000 * stats["cpu_seconds"] / max(pages, 1))
                 per_page = {key: 1000 * stats[key] / max(pages, 1) for key in (
                     "cpu_seconds", "cpu_main_thread_seconds", "cpu_after_open_seconds", "cpu_main_thread_after_open_seconds")}
                 print(f"round {round_number}  {name:20s} {pages:5d} pages in {seconds:7.2f} s = {pages / seconds:7.1f} "
@@ -340,6 +350,17 @@ def main() -> None:
         ratios = [v / n for v, n in zip(values, rates.get("naive", []))]
         print(f"{name:20s} {statistics.median(values):10.1f}   "
               f"{statistics.median(ratios) if ratios else float('nan'):10.2f}   {[round(r, 2) for r in ratios]}")
+    for name in [n for n in runs if n.endswith(NOREUSE) and n[: -len(NOREUSE)] in runs]:
+        twin = name[: -len(NOREUSE)]
+        ratios = [on / off for on, off in zip(cpus[twin], cpus[name])]
+        print(f"reuse stage: CPU a page {twin} / {name} = {statistics.median(ratios):.3f} (median; per round "
+              f"{[round(r, 3) for r in ratios]}; ms a page {[round(c, 1) for c in cpus[twin]]} against "
+              f"{[round(c, 1) for c in cpus[name]]})")
+        # The stage runs in the crawl process: its own CPU moves by the stage's cost, the workers' only by noise.
+        extra = [on - off for on, off in zip(own_cpus[twin], own_cpus[name])]
+        print(f"  the crawl process's own CPU: {statistics.median(extra):+.2f} ms a page (median; per round "
+              f"{[round(e, 2) for e in extra]}), {statistics.median(extra) / statistics.median(cpus[name]):+.1%} of "
+              f"the CPU a page without the stage")
 
 
 if __name__ == "__main__":

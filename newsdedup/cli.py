@@ -216,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         store.close()
     _write_report(report, fmt, args.output, top=args.top)
     print(f"{report['totals']['stories']} reprinted stories, {report['totals']['copies']} copies, "
-          f"{report['totals']['sites']} sites ({fmt}{'' if args.output == '-' else ' in ' + args.output})",
+          f"{report['totals']['sites']} sites, {len(report['quoted'])} stories quoted by others ({fmt}{'' if args.output == '-' else ' in ' + args.output})",
           file=sys.stderr)
     return 0
 
@@ -591,10 +591,11 @@ def build_parser() -> argparse.ArgumentParser:
     failures.add_argument("--json", action="store_true", help=f"JSON lines with {', '.join(FAILURE_FIELDS)}")
     failures.set_defaults(func=cmd_failures)
     report = sub.add_parser(
-        "report", help="reprinted stories: origin (who published first), copies, sites; JSON, CSV or HTML",
+        "report", help="reprinted stories: origin (who published first), copies, sites, quotations; JSON, CSV or HTML",
         description="Reprint clusters with at least --min-copies copies: each story's origin (the copy "
         "published first) and every copy (site, time, exact or near, similarity), counts per site and which "
-        "sites copy from which. JSON (schema: newsdedup.monitoring.report.REPORT_SCHEMA) and CSV (one row per copy) for "
+        "sites copy from which; and the stories later pages quoted a passage of, with the pages and passages "
+        "(not in the CSV). JSON (schema: newsdedup.monitoring.report.REPORT_SCHEMA) and CSV (one row per copy) for "
         "programs, one self-contained HTML page for people.",
     )
     report.add_argument("--storage", default=storage_default, help=storage_help)

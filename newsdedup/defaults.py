@@ -70,6 +70,12 @@ NEWSDEDUP_RETENTION_DAYS = 30
 # article).
 NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3
 
+# -- Passage reuse --
+
+# Record which earlier stories a page quotes or repeats a passage of (80 characters or more; the page keeps its own
+# story): `newsdedup export`'s `reuses`, the report's "quoted by". See *How it works*.
+NEWSDEDUP_REUSE = True
+
 # -- Near-duplicate method and text --
 
 # `spotsigs`, `simhash`, `hybrid` (SpotSigs, else the nearest Simhash), `esimhash` (entropy-weighted 128-bit

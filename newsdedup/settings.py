@@ -63,6 +63,7 @@ ITEM_PIPELINES = {
     "newsdedup.crawl.pipelines.analyse.AnalysePipeline": 100,
     "newsdedup.crawl.pipelines.exact.ExactDedupPipeline": 200,
     "newsdedup.crawl.pipelines.near.NearDedupPipeline": 300,
+    "newsdedup.crawl.pipelines.reuse.ReusePipeline": 400,
     "newsdedup.crawl.pipelines.store.StorePipeline": 900,
 }
 

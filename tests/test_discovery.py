@@ -4,7 +4,6 @@ bundled portals' sources against payloads in their public shape, and the fetched
 from __future__ import annotations
 
 import gzip
-import sqlite3
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -15,8 +14,9 @@ from newsdedup.discovery.listsources import Pager
 from newsdedup.discovery.payloads import SourceError
 from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites, parse_sites
 from newsdedup.storage import open_store
+from newsdedup.storage.sql import SCHEMA_VERSION
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
-from test_storage import article
+from test_storage import article, execute
 
 FIXTURES = Path(__file__).parent / "fixtures" / "portal_lists"
 SITE = """[[site]]
@@ -265,18 +265,7 @@ def test_a_schema_4_database_gets_fetched_url_filled_with_its_urls(store_uri):
     # Back to what newsdedup wrote before: no fetched_url column, schema version 4.
     statements = ["ALTER TABLE articles DROP COLUMN fetched_url", "ALTER TABLE repeats DROP COLUMN fetched_url",
                   "UPDATE meta SET value = '4' WHERE key = 'schema_version'"]
-    if store_uri.startswith("sqlite"):
-        conn = sqlite3.connect(store_uri.removeprefix("sqlite:///"))
-        for statement in statements:
-            conn.execute(statement)
-        conn.commit()
-        conn.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(store_uri, autocommit=True) as conn:
-            for statement in statements:
-                conn.execute(statement)
+    execute(store_uri, statements)
     with open_store(store_uri) as store:
         store.add_article(article(store, "http://www.example.com/a/3", b"h" * 16, fetched_url="http://m.example.com/a/3"))
     from test_storage import rows
@@ -284,7 +273,7 @@ def test_a_schema_4_database_gets_fetched_url_filled_with_its_urls(store_uri):
     assert rows(store_uri, "SELECT url, fetched_url FROM articles ORDER BY url") == [
         ("http://a/1", "http://a/1"), ("http://www.example.com/a/2", "http://www.example.com/a/2"),
         ("http://www.example.com/a/3", "http://m.example.com/a/3")]
-    assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [("5",)]
+    assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
 
 
 # -- real pages ---------------------------------------------------------------------------------------------

@@ -28,6 +28,22 @@ def rows(uri: str, sql: str) -> list[tuple]:
         return [tuple(row) for row in store._read(sql).fetchall()]
 
 
+def execute(uri: str, statements: list[str]) -> None:
+    """Run ``statements`` on the database itself, not through a store (to make an older or damaged one)."""
+    if uri.startswith("sqlite"):
+        conn = sqlite3.connect(uri.removeprefix("sqlite:///"))
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+
 def article(store, url, fingerprint, **extra):
     article_id = store.new_article_id()
     fields = dict(

@@ -16,7 +16,8 @@ from typing import Any
 
 # The verdict of the dedup stages on a page, as an ArticlePage carries it and the writer of a distributed crawl
 # sends it back to the process that fetched the page (newsdedup.distributed.redis_run.VerdictBoard).
-VERDICT_FIELDS = ("status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure", "origin_url")
+VERDICT_FIELDS = ("status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure", "origin_url",
+                  "reuses")
 
 
 @dataclass
@@ -51,6 +52,8 @@ class ArticlePage:
     measure: str | None = None
     method: str | None = None
     origin_url: str | None = None
+    # Passages it reuses of earlier stored stories, in the plain form of newsdedup.storage.base.ReuseRecord.as_dict.
+    reuses: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:
         return f"<ArticlePage {self.url} site={self.site} status={self.status}>"
@@ -68,6 +71,8 @@ class ArticleVerdict:
     reprint is (1.0 and ``exact`` for an exact one), ``method`` which near-duplicate method judged it;
     ``origin_url`` is the story's origin (its copy published first) among the pages stored so far: a copy
     published earlier and fetched later takes the role, as ``newsdedup report`` and ``export`` then show.
+    ``reuses``: the passages the page reuses of earlier stories (source, offsets in both texts, characters and
+    fractions; empty for most pages and for exact repeats).
     """
 
     url: str
@@ -86,6 +91,7 @@ class ArticleVerdict:
     measure: str | None
     fetched_at: str
     origin_url: str | None
+    reuses: list[dict[str, Any]]
 
     @classmethod
     def of(cls, page: ArticlePage, article) -> ArticleVerdict:

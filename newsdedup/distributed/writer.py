@@ -3,7 +3,7 @@
 Every process of the crawl extracts and fingerprints its pages and publishes them to the stream
 (:class:`newsdedup.distributed.redis_run.ResultStream`) instead of deduplicating them itself. The process holding the
 store's run lock is the writer: it reads the stream in order and hands each entry to the very stages a
-single-process crawl runs (failures, the analyse stage's bookkeeping, exact, near, store), so both modes make
+single-process crawl runs (failures, the analyse stage's bookkeeping, exact, near, reuse, store), so both modes make
 the same decisions with the same code. Entries are acknowledged only after the store committed their records;
 the URLs handled for good then go to the shared URL filter, and the verdict on each analysed page (its status,
 story, the page it repeats..., or why it was dropped) to the run's verdict board, where the process that published
@@ -56,7 +56,7 @@ class StreamWriter:
                 return
             page, result = entry
             page = stages["extract"].accept(page, result)
-            for name in ("exact", "near"):
+            for name in ("exact", "near", "reuse"):
                 if name in stages:
                     page = stages[name].process_item(page)
             if "store" in stages:

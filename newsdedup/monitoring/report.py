@@ -9,6 +9,10 @@ Each story is a cluster with at least one copy. Its ``origin`` is the member pub
 normalised text) or ``near`` and its similarity (estimated overlap in [0, 1]) with the page it matched.
 ``copy_matrix`` counts, for each pair of sites, the copies the second made of stories the first published
 first: which portals copy from which.
+
+``quoted`` answers "who used our reporting?": each story whose passages later pages reused (a commentary quoting
+three paragraphs, a roundup, a follow-up repeating the background; :mod:`newsdedup.dedup.reuse`), reprinted or not,
+with the pages that quoted it and each passage as the story has it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from datetime import datetime
 from typing import TextIO
 
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
-from newsdedup.storage.base import ClusterMember, ClusterRecord
+from newsdedup.storage.base import PASSAGE_FIELDS, ClusterMember, ClusterRecord, StoredReuse
 from newsdedup.clock import CHINA_OFFSET, parse_instant
 
 _PAGE_FIELDS = ("url", "site", "title", "published_at", "fetched_at", "dated_at", "date_basis")
@@ -39,7 +43,7 @@ REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "newsdedup reprint report",
     "type": "object",
-    "required": ["generated_at", "filters", "totals", "sites", "copy_matrix", "stories"],
+    "required": ["generated_at", "filters", "totals", "sites", "copy_matrix", "stories", "quoted"],
     "properties": {
         "generated_at": {"type": "string"},
         "filters": {"type": "object"},
@@ -80,6 +84,28 @@ REPORT_SCHEMA = {
                 "last_fetched_at": {"type": "string"},
             },
         }},
+        "quoted": {"type": "array", "items": {
+            "type": "object", "required": ["cluster_id", "title", "source", "quoted_by"],
+            "properties": {
+                "cluster_id": {"type": "integer"},
+                "title": _NULLABLE_STRING,
+                "source": {"type": "object", "required": ["url", "site", "title", "dated_at"]},
+                "quoted_by": {"type": "array", "minItems": 1, "items": {
+                    "type": "object",
+                    "required": ["url", "site", "title", "dated_at", "fetched_at", "chars", "fraction",
+                                 "source_fraction", "passages"],
+                    "properties": {
+                        "chars": {"type": "integer", "minimum": 1},
+                        "fraction": {"type": "number", "minimum": 0, "maximum": 1},
+                        "source_fraction": {"type": "number", "minimum": 0, "maximum": 1},
+                        "passages": {"type": "array", "minItems": 1, "items": {
+                            "type": "object", "required": [*PASSAGE_FIELDS, "text"],
+                            "properties": {"text": {"type": "string"}},
+                        }},
+                    },
+                }},
+            },
+        }},
     },
 }
 CSV_FIELDS = (
@@ -114,9 +140,32 @@ def _how_matched(member: ClusterMember, origin: ClusterMember, by_url: dict[str,
     return "near", article(origin).similarity, origin.url
 
 
+def quoted_stories(reuses: Iterable[StoredReuse]) -> list[dict]:
+    """The stories quoted, each with the pages that reused its passages (most characters first) and every passage
+    as the story's text has it; stories quoted by the most pages first."""
+    stories: dict[int, dict] = {}
+    for reuse in reuses:
+        story = stories.setdefault(reuse.source_cluster_id, {
+            "cluster_id": reuse.source_cluster_id, "title": reuse.source_title,
+            "source": {"url": reuse.source_url, "site": reuse.source_site, "title": reuse.source_title,
+                       "dated_at": reuse.source_dated_at},
+            "quoted_by": [],
+        })
+        story["quoted_by"].append({
+            "url": reuse.url, "site": reuse.site, "title": reuse.title, "dated_at": reuse.dated_at,
+            "fetched_at": reuse.fetched_at, "chars": reuse.chars, "fraction": reuse.fraction,
+            "source_fraction": reuse.source_fraction,
+            "passages": [{**dict(zip(PASSAGE_FIELDS, passage)),
+                          "text": reuse.source_text[passage[2]:passage[2] + passage[3]]} for passage in reuse.passages],
+        })
+    for story in stories.values():
+        story["quoted_by"].sort(key=lambda q: (-q["chars"], q["dated_at"], q["url"]))
+    return sorted(stories.values(), key=lambda s: (-len(s["quoted_by"]), s["source"]["dated_at"], s["cluster_id"]))
+
+
 def build_report(clusters: Iterable[tuple[ClusterRecord, list[ClusterMember]]], *, generated_at: str,
-                 filters: dict | None = None) -> dict:
-    """The report of ``clusters`` (each with its members, any order)."""
+                 filters: dict | None = None, reuses: Iterable[StoredReuse] = ()) -> dict:
+    """The report of ``clusters`` (each with its members, any order) and of the passage ``reuses``."""
     stories = []
     originals: Counter = Counter()
     made: Counter = Counter()
@@ -156,6 +205,7 @@ def build_report(clusters: Iterable[tuple[ClusterRecord, list[ClusterMember]]], 
         "copy_matrix": [{"from": a, "to": b, "copies": n}
                         for (a, b), n in sorted(matrix.items(), key=lambda kv: (-kv[1], str(kv[0])))],
         "stories": stories,
+        "quoted": quoted_stories(reuses),
     }
 
 
@@ -193,6 +243,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.chip{display:inline-blo
 margin:1px 2px;color:#fff;font-size:12px}.story{margin:10px 0 18px}.story .t{font-weight:600;font-size:14px}
 .exact{color:#555}a{color:#0b57a4;text-decoration:none}.empty{color:#888;font-style:italic}
 .matrix td{width:48px;text-align:center}
+blockquote{margin:2px 0 4px;padding:2px 8px;border-left:3px solid #ccc;color:#444;font-size:12px}
 """
 
 
@@ -263,6 +314,31 @@ def _timeline_svg(story: dict, colours: dict, width: int = 760) -> str:
     return "".join(parts)
 
 
+def _quoted_html(quoted: list[dict], colours: dict, passage_chars: int = 240) -> list[str]:
+    """Each quoted story, the pages that quoted it, and the passages they took (the first ``passage_chars``
+    characters of each)."""
+    out = ["<h2>被引用 · Quoted by (passages reused in other stories)</h2>"]
+    if not quoted:
+        return out + ['<p class="empty">No passage of a stored story was reused in this window.</p>']
+    for story in quoted:
+        source = story["source"]
+        out.append(f'<div class="story"><div class="t"><a href="{html.escape(source["url"])}">'
+                   f'{html.escape(story["title"] or source["url"])}</a> {_chip(source["site"], colours)} '
+                   f'<span class="meta">{_china(source["dated_at"])}</span></div>'
+                   "<table><tr><th>引用者 quoted by</th><th>时间 (UTC+8)</th><th>字数 chars</th>"
+                   "<th>占原文 of the story</th><th>引用段落 passage</th></tr>")
+        for quote in story["quoted_by"]:
+            passages = "".join(
+                f'<blockquote>{html.escape(p["text"][:passage_chars])}{"…" if len(p["text"]) > passage_chars else ""}'
+                "</blockquote>" for p in quote["passages"])
+            out.append(f'<tr><td>{_chip(quote["site"], colours)} <a href="{html.escape(quote["url"])}">'
+                       f'{html.escape(quote["title"] or quote["url"])}</a></td><td>{_china(quote["dated_at"])}</td>'
+                       f'<td class="n">{quote["chars"]}</td><td class="n">{quote["source_fraction"]:.0%}</td>'
+                       f"<td>{passages}</td></tr>")
+        out.append("</table></div>")
+    return out
+
+
 def render_html(report: dict, *, top: int = 20) -> str:
     """One self-contained page: the top reprinted stories, a timeline of copies per story, the copy matrix."""
     colours = _site_colours(report)
@@ -299,6 +375,7 @@ def render_html(report: dict, *, top: int = 20) -> str:
     for rank, story in enumerate(stories, 1):
         out.append(f'<div class="story"><div class="t">{rank}. {html.escape(story["title"] or "")}</div>'
                    f'{_timeline_svg(story, colours)}</div>')
+    out += _quoted_html(report["quoted"][:top], colours)
     out.append("<h2>谁转载谁 · Site-by-site copy matrix</h2>")
     sites = [entry["site"] for entry in report["sites"]]
     counts = {(cell["from"], cell["to"]): cell["copies"] for cell in report["copy_matrix"]}
@@ -332,4 +409,5 @@ def report_from_store(store, *, since: str | None = None, sites: tuple[str, ...]
         raise ValueError(f"--min-copies must be >= 1, got {min_copies}")
     clusters = store.iter_clusters(since=since, min_members=min_copies + 1, sites=sites, query=query)
     filters = {"since": since, "sites": ",".join(sites) or None, "min_copies": min_copies, "query": query}
-    return build_report(clusters, generated_at=generated_at, filters=filters)
+    return build_report(clusters, generated_at=generated_at, filters=filters,
+                        reuses=store.iter_reuses(since=since, sites=sites, query=query))

@@ -37,6 +37,7 @@ IGNORED = "ignored"  # article requests Scrapy dropped for another reason (offsi
 DEPTH_LIMITED = "depth_limited"  # list-page links not followed: their articles would be past DEPTH_LIMIT
 # Counters of what was committed to the store (newsdedup.storage: ArticleStore.committed).
 UNIQUE, NEAR, REPEAT = "unique", "near_duplicate", "repeat"
+REUSED = "reused"  # stored articles that reuse a passage of an earlier story (newsdedup.crawl.reuse_index)
 LOST = "lost"  # fetched but never recorded (the worker pool was lost, a pipeline error)
 # Fetched while the site's template warmed up, held to be read again, and not read before the crawl closed. Apart
 # from LOST because a stopped crawl (SIGTERM, Ctrl-C) leaves them by design: that is the interruption's cost, not a
@@ -126,6 +127,7 @@ class SiteTally:
     unique: int = 0
     near_duplicates: int = 0
     repeats: int = 0
+    reused: int = 0
     lost: int = 0
     held_at_stop: int = 0
     skipped: collections.Counter = field(default_factory=collections.Counter)
@@ -141,7 +143,8 @@ class SiteTally:
             article_links=values.get(ARTICLE_LINKS, 0), known=values.get(KNOWN, 0), fetched=values.get(FETCHED, 0),
             robots_forbidden=values.get(ROBOTS, 0), ignored=values.get(IGNORED, 0),
             depth_limited=values.get(DEPTH_LIMITED, 0), unique=values.get(UNIQUE, 0),
-            near_duplicates=values.get(NEAR, 0), repeats=values.get(REPEAT, 0), lost=values.get(LOST, 0),
+            near_duplicates=values.get(NEAR, 0), repeats=values.get(REPEAT, 0), reused=values.get(REUSED, 0),
+            lost=values.get(LOST, 0),
             held_at_stop=values.get(HELD_AT_STOP, 0),
             skipped=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("skipped/")}),
             failed=collections.Counter({k.split("/", 1)[1]: v for k, v in values.items() if k.startswith("failed/")}),
@@ -209,7 +212,8 @@ def format_table(tallies: Iterable[SiteTally]) -> str:
         broken = {name: t for name, t in tally.sources.items() if t.failed}
         if broken:
             details.append("sources failed: " + ", ".join(f"{name} ({_by_count(t.failed)})" for name, t in broken.items()))
-        for label, value in (("robots.txt forbids", tally.robots_forbidden), ("ignored", tally.ignored),
+        for label, value in (("reusing a passage of an earlier story", tally.reused),
+                             ("robots.txt forbids", tally.robots_forbidden), ("ignored", tally.ignored),
                              ("not fetched (the crawl stopped before them)", tally.not_fetched),
                              ("list links not followed (DEPTH_LIMIT)", tally.depth_limited),
                              ("lost (not analysed)", tally.lost),

@@ -42,6 +42,63 @@ class ArticleRecord:
     measure: str | None = None  # jaccard | containment | hamming | cosine
     # ``url`` is the site's canonical URL of the article (newsdedup.discovery.canonical); this is the one fetched.
     fetched_url: str | None = None
+    # Passages it reuses of earlier stored stories: rows of the reuses table, written in the article's transaction.
+    reuses: tuple[ReuseRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReuseRecord:
+    """Passages an article reuses of an earlier stored story (:mod:`newsdedup.dedup.reuse`): a quotation, a
+    paragraph of background repeated, a report stitched into a roundup. The article keeps its own story.
+
+    ``passages`` are ``(start, length, source_start, source_length, chars)``: raw character offsets and lengths in the
+    article's text and in the source's, and the non-whitespace characters aligned between them.
+    """
+
+    source_id: int  # the story's stored article whose text the source offsets index (its id is the story's id)
+    source_url: str
+    chars: int  # aligned characters reused, all passages together
+    fraction: float  # of the article's non-whitespace characters
+    source_fraction: float  # of the source's
+    passages: tuple[tuple[int, int, int, int, int], ...]
+
+    def as_dict(self) -> dict:
+        """The plain form ``newsdedup export``, feed exports and a distributed crawl's verdicts carry."""
+        return {
+            "source_url": self.source_url, "source_cluster_id": self.source_id, "chars": self.chars,
+            "fraction": self.fraction, "source_fraction": self.source_fraction,
+            "passages": [dict(zip(PASSAGE_FIELDS, passage)) for passage in self.passages],
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict) -> ReuseRecord:
+        return cls(value["source_cluster_id"], value["source_url"], value["chars"], value["fraction"],
+                   value["source_fraction"], tuple(tuple(p[f] for f in PASSAGE_FIELDS) for p in value["passages"]))
+
+
+PASSAGE_FIELDS = ("start", "length", "source_start", "source_length", "chars")
+
+
+@dataclass(frozen=True)
+class StoredReuse:
+    """A stored reuse as the report shows it: the page that reuses, the story it quotes (with the stored text the
+    source offsets index) and the passages (:class:`ReuseRecord`'s)."""
+
+    url: str
+    site: str | None
+    title: str | None
+    dated_at: str
+    fetched_at: str
+    source_cluster_id: int
+    source_url: str
+    source_site: str | None
+    source_title: str | None
+    source_dated_at: str
+    source_text: str
+    chars: int
+    fraction: float
+    source_fraction: float
+    passages: tuple[tuple[int, int, int, int, int], ...]
 
 
 @dataclass
@@ -300,6 +357,16 @@ class ArticleStore(Protocol):
         """One dict per article page fetched, in the export format of docs/commands.md (*newsdedup export*),
         filtered; ``after`` is a cursor ``{"articles": id, "repeats": id}`` of rows already exported, and
         each dict's ``cursor`` the cursor that includes it."""
+        ...
+
+    def article_text(self, article_id: int) -> str | None:
+        """The text of a stored (or pending) article; None when there is none with this id."""
+        ...
+
+    def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
+                    query: str | None = None) -> Iterator[StoredReuse]:
+        """Passage reuses by pages fetched since ``since``, where the page or the story it quotes is of one of
+        ``sites`` and has ``query`` in its title or text; grouped by the story quoted, most characters first."""
         ...
 
     def counts(self) -> StoreCounts: ...

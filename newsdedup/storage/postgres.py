@@ -37,6 +37,7 @@ from newsdedup.storage.sql import (
     OWN_TABLES,
     POSTGRES_TYPES,
     REPEAT_COLUMNS,
+    REUSES_TABLE,
     SCHEMA_VERSION,
     SKIPPED_COLUMNS,
     SQLStore,
@@ -63,6 +64,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE articles SET fetched_url = url WHERE fetched_url IS NULL",
         "UPDATE repeats SET fetched_url = url WHERE fetched_url IS NULL",
     ),
+    # Passage reuse (newsdedup.dedup.reuse): the reuses table; older articles have none.
+    6: tuple(statements(REUSES_TABLE.format(**POSTGRES_TYPES))),
 }
 _APPLICATION = "newsdedup "  # application_name of the writer connection: "newsdedup pid N on HOST"
 

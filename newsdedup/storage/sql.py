@@ -22,6 +22,8 @@ never duplicates rows.
 from __future__ import annotations
 
 import functools
+import itertools
+import json
 import logging
 import re
 import time
@@ -40,18 +42,20 @@ from newsdedup.storage.base import (
     ClusterMember,
     ClusterRecord,
     FailureRecord,
+    ReuseRecord,
     RepeatRecord,
     SiteRunRecord,
     SkippedRecord,
     StoreCounts,
     StoredRef,
+    StoredReuse,
     StoreError,
 )
 from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Column types that differ: {id} an article id we assign, {serial} an id the database assigns in insert order,
 # {blob} bytes, {real} a double, {bigint} a signed 64-bit integer (Simhash values, cluster ids).
@@ -73,6 +77,21 @@ CREATE TABLE IF NOT EXISTS clusters (
     last_fetched_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS clusters_last_fetched ON clusters (last_fetched_at);
+"""
+# One row per (article, story it reuses passages of): newsdedup.dedup.reuse's passages, as JSON
+# [[start, length, source_start, source_length, chars], ...] (offsets into the two texts). Written in the
+# transaction that stores the article, only when its row was (a URL stored before keeps its first record).
+REUSES_TABLE = """
+CREATE TABLE IF NOT EXISTS reuses (
+    article_id {bigint} NOT NULL,
+    source_id {bigint} NOT NULL,
+    chars INTEGER NOT NULL,
+    fraction {real} NOT NULL,
+    source_fraction {real} NOT NULL,
+    passages TEXT NOT NULL,
+    PRIMARY KEY (article_id, source_id)
+);
+CREATE INDEX IF NOT EXISTS reuses_source ON reuses (source_id);
 """
 # The retention window and `export --since` select rows by fetch time; (fetched_at, url) answers the URL
 # filter's query from the index alone, without reading the article texts.
@@ -166,7 +185,7 @@ CREATE TABLE IF NOT EXISTS site_runs (
     failed INTEGER NOT NULL,
     PRIMARY KEY (run_started_at, site)
 );
-""" + CLUSTERS_TABLE + FETCHED_AT_INDEXES
+""" + CLUSTERS_TABLE + REUSES_TABLE + FETCHED_AT_INDEXES
 
 
 def schema(types: dict[str, str]) -> str:
@@ -194,6 +213,7 @@ SITE_RUN_COLUMNS = (
     "run_started_at", "site", "finished_at", "finish_reason", "exit_code", "list_pages", "article_links",
     "fetched", "stored", "repeats", "skipped", "failed",
 )
+REUSE_COLUMNS = ("article_id", "source_id", "chars", "fraction", "source_fraction", "passages")
 # Derived on insert from published_at, fetched_at and the URL (newsdedup.storage.origin.date_of).
 DATED_COLUMNS = ("dated_at", "date_basis")
 CLUSTER_COLUMNS = (
@@ -201,7 +221,7 @@ CLUSTER_COLUMNS = (
     "last_fetched_at",
 )
 # The tables of a newsdedup database; another program's database is refused rather than written into.
-OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters"}
+OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters", "reuses"}
 
 
 @functools.lru_cache(maxsize=512)
@@ -210,6 +230,11 @@ def pg_sql(sql: str) -> str:
     sql = sql.replace("%", "%%")
     sql = re.sub(r"(?<![:\w]):([a-z_]+)\b", r"%(\1)s", sql)
     return sql.replace("?", "%s")
+
+
+def like_pattern(query: str) -> str:
+    """``LOWER(column) LIKE ? ESCAPE '!'``'s pattern for text containing ``query`` (any case)."""
+    return "%" + query.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
 
 
 def insert_sql(table: str, columns: tuple[str, ...]) -> str:
@@ -249,6 +274,17 @@ def article_from_row(row: tuple) -> ArticleRecord:
         if fields[column] is not None:
             fields[column] = bytes(fields[column])
     return ArticleRecord(**fields)
+
+
+def reuse_rows(record: ArticleRecord) -> list[tuple]:
+    """REUSE_COLUMNS values of the article's reuses (the passages as compact JSON)."""
+    return [(record.id, reuse.source_id, reuse.chars, reuse.fraction, reuse.source_fraction,
+             json.dumps([list(p) for p in reuse.passages], separators=(",", ":")))
+            for reuse in record.reuses]
+
+
+def passages_from_column(value: str) -> tuple[tuple[int, int, int, int, int], ...]:
+    return tuple(tuple(passage) for passage in json.loads(value))
 
 
 def repeat_row(record: RepeatRecord) -> tuple:
@@ -497,9 +533,13 @@ class SQLStore:
         committed: Counter = Counter()
         with self._write() as tx:
             article_sql = insert_sql("articles", ARTICLE_COLUMNS + DATED_COLUMNS)
+            reuse_sql = insert_sql("reuses", REUSE_COLUMNS)
             for record in self._pending_articles:
                 if tx.execute(article_sql, article_row(record)).rowcount:
                     committed[(record.site, record.status)] += 1
+                    if record.reuses:
+                        tx.executemany(reuse_sql, reuse_rows(record))
+                        committed[(record.site, "reused")] += 1
             repeat_sql = insert_sql("repeats", REPEAT_COLUMNS + DATED_COLUMNS)
             for record in self._pending_repeats:
                 if tx.execute(repeat_sql, repeat_row(record)).rowcount:
@@ -558,6 +598,13 @@ class SQLStore:
                 (fingerprint, since),
             ).fetchone()
         return StoredRef(*row) if row else None
+
+    def article_text(self, article_id: int) -> str | None:
+        for record in reversed(self._pending_articles):
+            if record.id == article_id:
+                return record.text
+        row = self._read("SELECT text FROM articles WHERE id = ?", (article_id,)).fetchone()
+        return row[0] if row else None
 
     def url_of(self, article_id: int) -> str | None:
         for record in self._pending_articles:
@@ -696,8 +743,7 @@ class SQLStore:
         if query:
             # LOWER + LIKE with an escape character: plain SQL that both databases run. Repeats share their
             # article's text, so only their titles are searched.
-            escaped = query.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
-            pattern = f"%{escaped}%"
+            pattern = like_pattern(query)
             where.append(
                 """(EXISTS (SELECT 1 FROM articles a WHERE a.cluster_id = c.cluster_id
                             AND (LOWER(a.title) LIKE ? ESCAPE '!' OR LOWER(a.text) LIKE ? ESCAPE '!'))
@@ -768,24 +814,34 @@ class SQLStore:
             article_params.append(cluster)
             repeat_where.append("a.cluster_id = ?")
             repeat_params.append(cluster)
+        # An article that reuses passages of n stories comes as n rows (one per reuse, most characters first),
+        # one after the other: the reuses are read in the same pass, never one query per article.
         query = f"""
             SELECT a.fetched_at, 0 AS kind, a.id, a.url, a.site, a.title, a.text, a.published_at,
                    a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method,
-                   a.score, a.measure, c.origin_url
+                   a.score, a.measure, c.origin_url,
+                   u.source_id, s.url, u.chars, u.fraction, u.source_fraction, u.passages
             FROM articles a LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
+                 LEFT JOIN reuses u ON u.article_id = a.id LEFT JOIN articles s ON s.id = u.source_id
             WHERE {' AND '.join(article_where)}
             UNION ALL
             SELECT r.fetched_at, 1 AS kind, r.id, r.url, r.site, r.title, a.text, r.published_at,
                    r.author, r.source, '{EXACT_DUPLICATE}', r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact',
-                   c.origin_url
+                   c.origin_url, NULL, NULL, NULL, NULL, NULL, NULL
             FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
                  LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
             WHERE {' AND '.join(repeat_where)}
-            ORDER BY 1, 2, 3
+            ORDER BY 1, 2, 3, 21 DESC, 19
         """
-        for row in self._stream(query, (*article_params, *repeat_params)):
+        rows = self._stream(query, (*article_params, *repeat_params))
+        for _, group in itertools.groupby(rows, key=lambda row: (row[1], row[2])):
+            group = list(group)
             (fetched_at, kind, row_id, url, site, title, text, published_at, author, source, status, duplicate_of,
-             cluster_id, similarity, method, score, measure, origin_url) = row
+             cluster_id, similarity, method, score, measure, origin_url) = group[0][:18]
+            reuses = [ReuseRecord(source_id, source_url, chars, fraction, source_fraction,
+                                  passages_from_column(passages)).as_dict()
+                      for (source_id, source_url, chars, fraction, source_fraction, passages) in
+                      (row[18:] for row in group) if source_id is not None]
             table = "repeats" if kind else "articles"
             after[table] = max(after.get(table, 0), row_id)
             yield {
@@ -793,8 +849,34 @@ class SQLStore:
                 "published_at": published_at, "author": author, "source": source,
                 "status": status, "duplicate_of": duplicate_of, "cluster_id": cluster_id,
                 "similarity": similarity, "method": method, "score": score, "measure": measure,
-                "fetched_at": fetched_at, "origin_url": origin_url, "cursor": dict(after),
+                "fetched_at": fetched_at, "origin_url": origin_url, "reuses": reuses, "cursor": dict(after),
             }
+
+    def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
+                    query: str | None = None) -> Iterator[StoredReuse]:
+        self.flush()
+        where, params = ["TRUE"], []
+        if since is not None:
+            where.append("a.fetched_at >= ?")
+            params.append(since)
+        if sites:
+            marks = ", ".join("?" for _ in sites)
+            where.append(f"(a.site IN ({marks}) OR s.site IN ({marks}))")
+            params += [*sites, *sites]
+        if query:
+            pattern = like_pattern(query)
+            columns = ("a.title", "a.text", "s.title", "s.text")
+            where.append("(" + " OR ".join(f"LOWER({column}) LIKE ? ESCAPE '!'" for column in columns) + ")")
+            params += [pattern] * 4
+        rows = self._read(
+            f"""SELECT a.url, a.site, a.title, a.dated_at, a.fetched_at, s.cluster_id, s.url, s.site, s.title,
+                       s.dated_at, s.text, u.chars, u.fraction, u.source_fraction, u.passages
+                FROM reuses u JOIN articles a ON a.id = u.article_id JOIN articles s ON s.id = u.source_id
+                WHERE {' AND '.join(where)} ORDER BY s.dated_at DESC, s.id, u.chars DESC, a.id""",
+            params,
+        ).fetchall()
+        for row in rows:
+            yield StoredReuse(*row[:-1], passages=passages_from_column(row[-1]))
 
     def counts(self) -> StoreCounts:
         self.flush()

@@ -76,6 +76,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE articles SET fetched_url = url",
         "UPDATE repeats SET fetched_url = url",
     ),
+    # Passage reuse (newsdedup.dedup.reuse): the reuses table, created from SCHEMA; older articles have none.
+    6: (),
 }
 
 def _table_of(statement: str) -> str:

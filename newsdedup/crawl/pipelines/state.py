@@ -40,6 +40,7 @@ from newsdedup.dedup.engine import DedupEngine, ExactStage
 from newsdedup.crawl.items import ArticlePage, FetchFailure
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.crawl.ordering import InOrder
+from newsdedup.crawl.reuse_index import StoryReuse
 from newsdedup.crawl.outputs import OutputWatch, feed_storage_failures, handed_on
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer
 from newsdedup.dedup.store_engine import engine_from_store, save_engine_state
@@ -60,7 +61,7 @@ _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS
                runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
 # Stored pages, counted by the writer that committed them; shared too, so every process's summary is the run's.
-_STORED = (runstats.UNIQUE, runstats.NEAR, runstats.REPEAT)
+_STORED = (runstats.UNIQUE, runstats.NEAR, runstats.REPEAT, runstats.REUSED)
 
 _STATE_ATTRIBUTE = "_newsdedup_state"
 
@@ -81,6 +82,7 @@ class CrawlSettings:
     near: NearSettings
     exact_error_rate: float
     retention_days: float | None = None
+    reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
 
     @classmethod
@@ -101,6 +103,7 @@ class CrawlSettings:
             near=options.near_settings(settings),
             exact_error_rate=options.get_float(settings, "NEWSDEDUP_EXACT_BLOOM_ERROR_RATE"),
             retention_days=retention.retention_days(settings),
+            reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
         )
 
@@ -124,6 +127,7 @@ class CrawlState:
         self.engine: DedupEngine | None = None  # the dedup decision; exact and clusterer are its two stages
         self.exact: ExactStage | None = None
         self.clusterer: SinglePassClusterer | None = None
+        self.reuse: StoryReuse | None = None  # None when NEWSDEDUP_REUSE is off
         self.templates: dict[str, SiteTemplate] = {}
         self._users = 0
         self.started_at = utc_iso(utc_now())
@@ -462,6 +466,7 @@ class CrawlState:
                                     error_rate=self.settings.exact_error_rate)
         self.engine = rebuilt.engine
         self.exact, self.clusterer = self.engine.exact, self.engine.clusterer
+        self.reuse = StoryReuse.rebuild(self.store, since=since) if self.settings.reuse else None
         stats = self.crawler.stats
         stats.set_value("newsdedup/exact/known_fingerprints", rebuilt.known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", rebuilt.known_centres)

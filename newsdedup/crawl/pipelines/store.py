@@ -16,7 +16,7 @@ from newsdedup.dedup.status import EXACT_DUPLICATE, UNIQUE
 from newsdedup.dedup.store_engine import stored_features
 from newsdedup.crawl.items import ArticlePage, ArticleVerdict
 from newsdedup.crawl.pipelines import StagePipeline
-from newsdedup.storage.base import ArticleRecord
+from newsdedup.storage.base import ArticleRecord, ReuseRecord
 
 
 class StorePipeline(StagePipeline):
@@ -48,18 +48,20 @@ class StorePipeline(StagePipeline):
                 item.article_id = state.store.new_article_id()
                 item.status, item.cluster_id = UNIQUE, item.article_id
             item.method = state.settings.near.method
-            state.store.add_article(
-                ArticleRecord(
-                    id=item.article_id, url=item.url, site=item.site, title=article.title, text=article.text,
-                    published_at=article.published_at, author=article.author, source=article.source,
-                    canonical_url=article.canonical_url, fetched_at=item.fetched_at,
-                    fetched_url=item.fetched_url or item.url,
-                    fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
-                    cluster_id=item.cluster_id, similarity=item.similarity, score=item.score, measure=item.measure,
-                    method=item.method, **stored_features(features),
-                )
+            record = ArticleRecord(
+                id=item.article_id, url=item.url, site=item.site, title=article.title, text=article.text,
+                published_at=article.published_at, author=article.author, source=article.source,
+                canonical_url=article.canonical_url, fetched_at=item.fetched_at,
+                fetched_url=item.fetched_url or item.url,
+                fingerprint=features.fingerprint, status=item.status, duplicate_of=item.duplicate_of,
+                cluster_id=item.cluster_id, similarity=item.similarity, score=item.score, measure=item.measure,
+                method=item.method, **stored_features(features),
+                reuses=tuple(ReuseRecord.from_dict(reuse) for reuse in item.reuses),
             )
+            state.store.add_article(record)
             state.exact.add(features.fingerprint)
+            if state.reuse is not None:
+                state.reuse.add(record)
         if item.cluster_id is not None:
             item.origin_url = state.store.origin_of(item.cluster_id)
         return item
