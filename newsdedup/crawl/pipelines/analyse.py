@@ -1,6 +1,7 @@
 """Extraction and fingerprinting on the worker pool; skipped pages are recorded and dropped.
 
-Results are handed on in arrival order (:class:`~newsdedup.crawl.ordering.InOrder`). A page whose URL is
+The pipeline owns the crawl's worker pool (:class:`~newsdedup.crawl.analysis.AnalysisPool`) and the pages it holds
+for a new site's template (below). Results are handed on in arrival order (:class:`~newsdedup.crawl.ordering.InOrder`). A page whose URL is
 already stored (fetched twice, as after a ``JOBDIR`` resume) is dropped without a second record. A
 skipped page is recorded with its attempt count and, for a transient reason, when to try it again
 (:mod:`newsdedup.run.retry`). If the worker pool is lost for good the crawl is closed as ``worker_lost``;
@@ -28,11 +29,13 @@ import zlib
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, DropItem
 
-from newsdedup.crawl.analysis import PageAnalysis, PageSkipped, WorkerLost
+from newsdedup.crawl import engine
+from newsdedup.crawl.analysis import AnalysisPool, PageAnalysis, PageSkipped, WorkerLost
 from newsdedup.extract.template import MIN_PAGES, SiteTemplate
 from newsdedup.crawl.items import ArticlePage
 from newsdedup.crawl.pipelines import StagePipeline
 from newsdedup.clock import utc_now
+from newsdedup.run import runstats
 from newsdedup.storage.base import SkippedRecord
 
 logger = logging.getLogger(__name__)
@@ -45,11 +48,36 @@ class HeldForTemplate(DropItem):
 class AnalysePipeline(StagePipeline):
     stage = "extract"
 
+    pool: AnalysisPool | None = None
+
     def open_spider(self) -> None:
         super().open_spider()
+        settings = self.state.settings
+        self.pool = AnalysisPool(settings.features, workers=settings.workers, timeout=settings.extract_timeout)
+        self.pool.start()
+        # Pages of sites whose template is still cold, kept (body compressed) to be read again.
+        self.held: dict[str, list[ArticlePage]] = {}
         self._rereads: set[asyncio.Task] = set()
         self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
         self.crawler.signals.connect(self._release_when_idle, signal=signals.spider_idle)
+
+    def close_spider(self) -> None:
+        """Stop the workers; pages still held were not read again before the crawl closed: the next run fetches them
+        (counted per site for the run's verdict, which is judged after the pipelines closed)."""
+        stats = self.crawler.stats
+        if self.pool is not None:
+            self.pool.shutdown()
+            for name, count in self.pool.counts.items():
+                stats.set_value(f"newsdedup/workers/{name}", count)
+        for site, pages in self.held.items():
+            stats.set_value(runstats.site_key(site, runstats.HELD_AT_STOP), len(pages))
+        self.held.clear()
+        super().close_spider()
+
+    @property
+    def worker_lost(self) -> str | None:
+        """Why the worker pool is gone for good, if it is (for the run's verdict)."""
+        return self.pool.lost if self.pool is not None else None
 
     async def process_item(self, item):
         if not self.handles(item):
@@ -73,8 +101,8 @@ class AnalysePipeline(StagePipeline):
             state.stop_crawl("worker_lost")
             raise DropItem(f"not analysed ({exc}); fetched again next run", log_level="ERROR") from exc
         page.body = b""  # the raw page is no longer needed; keep memory flat
-        if state.stream is not None:  # a distributed crawl: its writer decides, in the stream's order
-            entry_id = state.publish((page, result))
+        if state.distributed is not None:  # a distributed crawl: its writer decides, in the stream's order
+            entry_id = state.distributed.publish((page, result))
             # Its place in the stream is taken: the next page may be published while this one awaits its verdict.
             state.order.finish(page.ticket)
             page.ticket = None
@@ -85,19 +113,19 @@ class AnalysePipeline(StagePipeline):
         return self.accept(page, result, stored=stored)
 
     def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:
-        return template.pages < MIN_PAGES and not page.reread and self.state.stream is None and not self._closing()
+        return (template.pages < MIN_PAGES and not page.reread and self.state.distributed is None
+                and not self._closing())
 
     def _closing(self) -> bool:
         """The crawl is closing (SIGTERM, a CLOSESPIDER_* limit, a lost pool): hold nothing, send nothing back."""
-        slot = getattr(self.crawler.engine, "_slot", None)  # Scrapy has no public "closing" flag or signal
-        return self.state.closing or not self.crawler.crawling or (slot is not None and slot.closing is not None)
+        return self.state.closing or engine.closing(self.crawler)
 
     def _hold(self, page: ArticlePage, template: SiteTemplate, result: PageAnalysis) -> None:
         """Teach ``page`` to its site's cold template and keep a copy to read again; drop this one (raises)."""
         state = self.state
         article = result.article
         self._first_reading[page.url] = template.learn(article.block_hashes, article.body_hashes)
-        held = state.held.setdefault(page.site, [])
+        held = self.held.setdefault(page.site, [])
         if not held and template.pages == 1:
             logger.info("site %s: no template yet; its first %d pages are read again once it has seen them",
                         page.site, MIN_PAGES)
@@ -113,7 +141,7 @@ class AnalysePipeline(StagePipeline):
         them held: they are counted as not processed, and the next run fetches them again."""
         if self._closing():
             return 0
-        pages = self.state.held.pop(site, [])
+        pages = self.held.pop(site, [])
         scraper = self.crawler.engine.scraper
         for page in pages:
             page.body = zlib.decompress(page.body)
@@ -125,16 +153,11 @@ class AnalysePipeline(StagePipeline):
 
     def _reread_done(self, task: asyncio.Task) -> None:
         self._rereads.discard(task)
-        # A closing scraper waits until it is idle, but checks that only when a response is done, and an item
-        # sent in on its own has none: without this check a crawl stopped while a page was read again never ends.
-        scraper = self.crawler.engine.scraper
-        check = getattr(scraper, "_check_if_closing", None)
-        if check is not None and scraper.slot is not None and scraper.slot.closing is not None:
-            check()
+        engine.item_done(self.crawler)
 
     def _release_when_idle(self, spider) -> None:
         """Nothing else to do: read the held pages of sites whose template never warmed up in this run."""
-        if sum(self._release(site) for site in list(self.state.held)):
+        if sum(self._release(site) for site in list(self.held)):
             raise DontCloseSpider
 
     def accept(self, page: ArticlePage, result, *, stored: bool | None = None):
@@ -162,7 +185,7 @@ class AnalysePipeline(StagePipeline):
             options = dataclasses.replace(options, keep_shared_prose=False)
         if lenient:
             options = dataclasses.replace(options, min_chars=0, brief_chars=0)
-        return await self.state.pool.analyse(
+        return await self.pool.analyse(
             page.body, page.url, page.declared_encoding, page.remove_selectors, options, boilerplate, sign_offs
         )
 

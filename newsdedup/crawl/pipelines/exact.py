@@ -12,7 +12,7 @@ class ExactDedupPipeline(StagePipeline):
 
     def process_page(self, item):
         analysis = item.analysis
-        ref = self.state.exact.find(analysis.features.fingerprint)
+        ref = self.state.indexes.exact.find(analysis.features.fingerprint)
         self.inc("checked")
         if ref is None:
             return item

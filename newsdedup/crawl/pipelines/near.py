@@ -12,7 +12,7 @@ class NearDedupPipeline(StagePipeline):
     def process_page(self, item):
         state = self.state
         item.article_id = state.store.new_article_id()
-        assignment = state.clusterer.assign(item.article_id, item.analysis.features)
+        assignment = state.indexes.clusterer.assign(item.article_id, item.analysis.features)
         item.cluster_id = assignment.cluster_id
         if assignment.is_near_duplicate:
             item.status = NEAR_DUPLICATE
