@@ -8,7 +8,10 @@ and publishes its pages to the run's result stream (:meth:`RunMember.publish`). 
 - the heartbeat: this process's membership, its share of the per-site counters, and the writer role
   (:mod:`newsdedup.distributed.writer`), taken when the stream has entries and the store's run lock is free;
 - the close protocol: the spider stays open while the run has work anywhere (queued requests, a busy process,
-  entries not yet committed), and the run's verdict is judged on every process's counters.
+  a process holding pages for a site's template, entries not yet committed), and the run's verdict is judged on
+  every process's counters;
+- the sharing of a new site's first pages between the processes' templates
+  (:mod:`newsdedup.distributed.shared_templates`).
 
 It joins when the spider opens, after newsdedup's pipelines opened the store, and attaches itself to the crawl's
 state (:attr:`newsdedup.crawl.pipelines.state.CrawlState.distributed`), where the pipelines find it.
@@ -30,8 +33,10 @@ from newsdedup.clock import utc_iso
 from newsdedup.crawl import engine
 from newsdedup.crawl.analysis import PageSkipped
 from newsdedup.crawl.items import FetchFailure
+from newsdedup.crawl.pipelines.analyse import AnalysePipeline
 from newsdedup.crawl.pipelines.state import CrawlState
 from newsdedup.distributed.addon import redis_url
+from newsdedup.distributed.shared_templates import SharedTemplates
 from newsdedup.run import options, retention, runstats
 
 logger = logging.getLogger(__name__)
@@ -85,6 +90,7 @@ class RunMember:
             on_undecodable=lambda _entry_id, _error: self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE))
         self.urls = redis_run.UrlFilter(self.run.client, self.run.prefix, retention_days=self.retention_days)
         self.verdicts = redis_run.VerdictBoard(self.run.client, self.run.key("verdicts"))
+        state.templates.share = SharedTemplates(self.run.client, self.run.key("template"), self.run.worker)
         state.distributed = self
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
 
@@ -130,8 +136,12 @@ class RunMember:
         idle = crawl_engine is not None and crawl_engine.spider is not None and crawl_engine.spider_is_idle()
         # The counters before the busy flag: a process seen idle has shared its final counters.
         self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
-        self.run.beat(busy=not idle, keep=[*getattr(self.run, "keep", ()), self.run.key("sites"),
-                                           self.run.key("verdicts")])
+        # Pages held for a site's template (the analyse pipeline) leave the engine idle, but the run is not done
+        # while a process holds pages: it reads them again once no other process may still teach the template.
+        holding = idle and self._holding() > 0
+        self.run.beat(busy=not idle, holding=holding,
+                      keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
+                            *self.state.templates.share.keys()])
         self._give_up_verdicts_when_stopped_long()
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
@@ -168,6 +178,14 @@ class RunMember:
                 counters[runstats.site_key(site, what)] = count
         return counters
 
+    def _holding(self) -> int:
+        analyse = self.crawler.get_item_pipeline(AnalysePipeline)
+        return analyse.holding if analyse is not None else 0
+
+    def others_at_work(self) -> bool:
+        """Whether requests are queued or another process is busy: it may still fetch and read pages of any site."""
+        return bool(self._queued() or self.run.others_busy())
+
     def _try_to_become_writer(self) -> None:
         from newsdedup.distributed.writer import StreamWriter
         from newsdedup.storage.base import StoreInUse
@@ -203,7 +221,8 @@ class RunMember:
         if self.state is None:
             return
         try:
-            done = not self._queued() and not self.run.others_busy() and not len(self.stream)
+            done = (not self._queued() and not self.run.others_busy() and not len(self.stream)
+                    and not self.run.others_holding())
             if not done:
                 self._looked_done_at = None
             elif self._looked_done_at is None:

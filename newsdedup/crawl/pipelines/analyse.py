@@ -15,8 +15,10 @@ page only teaches it and is held (its body compressed, in memory); once the temp
 held pages are read again with it, and go on to the dedup stages then (behind the pages that came meanwhile). A
 site that never gets that many pages in the run has its held pages read again when the crawl has nothing else
 to do. Templates are kept between runs, so this happens on a site's first run only. A crawl stopped first
-counts the held pages as not processed; they are not stored, so the next run fetches them again. A distributed
-crawl does not hold pages (its writer orders the results; see :mod:`newsdedup.distributed.redis_run`).
+counts the held pages as not processed; they are not stored, so the next run fetches them again. Each process of a
+distributed crawl holds its own pages the same way; what a site's first pages teach is shared between the run's
+processes (:mod:`newsdedup.distributed.shared_templates`), so their templates warm up on the run's pages, and a
+process does not read its held pages with a cold template while another process may still teach it.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ class AnalysePipeline(StagePipeline):
         state = self.state
         page.ticket = state.order.take()
         template = state.template(page.site)
+        if template is not None and template.pages >= MIN_PAGES and self.held.get(page.site):
+            self._release(page.site)  # warmed up by the run's other processes (a distributed crawl)
         stored = None  # whether the page's URL is stored already, once known (it cannot change during its turn)
         try:
             learned = (template.boilerplate(), template.sign_offs()) if template is not None else ()
@@ -113,8 +117,7 @@ class AnalysePipeline(StagePipeline):
         return self.accept(page, result, stored=stored)
 
     def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:
-        return (template.pages < MIN_PAGES and not page.reread and self.state.distributed is None
-                and not self._closing())
+        return template.pages < MIN_PAGES and not page.reread and not self._closing()
 
     def _closing(self) -> bool:
         """The crawl is closing (SIGTERM, a CLOSESPIDER_* limit, a lost pool): hold nothing, send nothing back."""
@@ -124,7 +127,8 @@ class AnalysePipeline(StagePipeline):
         """Teach ``page`` to its site's cold template and keep a copy to read again; drop this one (raises)."""
         state = self.state
         article = result.article
-        self._first_reading[page.url] = template.learn(article.block_hashes, article.body_hashes)
+        self._first_reading[page.url] = state.templates.learn(page.site, template, article.block_hashes,
+                                                              article.body_hashes, held=True)
         held = self.held.setdefault(page.site, [])
         if not held and template.pages == 1:
             logger.info("site %s: no template yet; its first %d pages are read again once it has seen them",
@@ -156,9 +160,23 @@ class AnalysePipeline(StagePipeline):
         engine.item_done(self.crawler)
 
     def _release_when_idle(self, spider) -> None:
-        """Nothing else to do: read the held pages of sites whose template never warmed up in this run."""
-        if sum(self._release(site) for site in list(self.held)):
+        """Nothing else to do: read the held pages of sites whose template never warmed up in this run. In a
+        distributed crawl, not while another process may still teach the template pages of the site."""
+        state = self.state
+        released = 0
+        for site in list(self.held):
+            template = state.template(site)  # a distributed crawl: what the other processes taught it meanwhile
+            if (template is not None and template.pages < MIN_PAGES and state.distributed is not None
+                    and state.distributed.others_at_work()):
+                continue
+            released += self._release(site)
+        if released or (self.held and not self._closing()):
             raise DontCloseSpider
+
+    @property
+    def holding(self) -> int:
+        """Pages held for their site's template."""
+        return sum(len(pages) for pages in self.held.values())
 
     def accept(self, page: ArticlePage, result, *, stored: bool | None = None):
         """Record a skipped page, drop a page stored before, hand an article on to the dedup stages. ``stored``:
@@ -197,7 +215,7 @@ class AnalysePipeline(StagePipeline):
         article = result.article
         first_reading = self._first_reading.pop(page.url, None) if page.reread else None
         if first_reading is not None:  # judged by the other pages, then taught what this reading found
-            template.forget(first_reading)
+            self.state.templates.forget(page.site, template, first_reading)
 
         async def reread(boilerplate: frozenset[int], lenient: bool):
             reading = await self._analyse(page, boilerplate, template.sign_offs(), retry=True, lenient=lenient)
@@ -213,7 +231,7 @@ class AnalysePipeline(StagePipeline):
         # outside its body, so from MIN_PAGES such pages on the template strips it before the site's next pages are
         # read, and they need no second reading (the first reading taught it as body text, never template).
         taught = result.article if isinstance(result, PageAnalysis) else article
-        template.learn(taught.block_hashes, taught.body_hashes)
+        self.state.templates.learn(page.site, template, taught.block_hashes, taught.body_hashes)
         return result
 
     def record_skip(self, page: ArticlePage, skipped: PageSkipped) -> None:
