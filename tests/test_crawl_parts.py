@@ -59,3 +59,15 @@ def test_a_crawl_of_a_healthy_site_finishes_ok_in_every_part(tmp_path):
     assert (stats["finish_reason"], stats["newsdedup/run/verdict"], stats["newsdedup/run/exit_code"]) == (
         "'finished'", "'ok'", "0")
     assert stats["newsdedup/site/fault/unique"] == "4"
+
+
+def test_extensions_without_newsdedups_own_is_one_line_before_the_crawl_starts(tmp_path):
+    with FaultSite(1) as site:
+        result = run_crawl(site.write_sites(tmp_path), tmp_path / "news.sqlite",
+                           "-s", 'EXTENSIONS={"newsdedup.crawl.verdict.RunVerdict": 900}')
+        assert site.served["/list/1.html"] == 0
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("newsdedup: error: EXTENSIONS: newsdedup's "
+                                                   "newsdedup.crawl.pipelines.state.CrawlState, "
+                                                   "newsdedup.distributed.member.RunMember must stay in it"), lines
