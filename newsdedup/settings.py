@@ -58,6 +58,15 @@ DOWNLOADER_MIDDLEWARES = {
     "newsdedup.crawl.middlewares.HeadMetaRefreshMiddleware": 580,
 }
 
+# newsdedup's shared parts of a crawl (newsdedup.crawl.pipelines.state): the state its pipelines share, a distributed
+# crawl's membership of the run (NotConfigured without NEWSDEDUP_REDIS_URL), and the run's verdict (exit status).
+# A settings file or -s that sets EXTENSIONS replaces this dict: keep these three in it.
+EXTENSIONS = {
+    "newsdedup.crawl.pipelines.state.CrawlState": 100,
+    "newsdedup.distributed.member.RunMember": 200,
+    "newsdedup.crawl.verdict.RunVerdict": 900,
+}
+
 ITEM_PIPELINES = {
     "newsdedup.crawl.pipelines.failures.FailurePipeline": 50,
     "newsdedup.crawl.pipelines.analyse.AnalysePipeline": 100,

@@ -119,6 +119,46 @@ def test_the_run_looks_done_only_after_every_other_process_has_beaten_since(redi
     assert second.others_beaten_since(second.now_ms())  # nobody else left in the run
 
 
+def test_a_process_holding_pages_is_neither_busy_nor_done(redis_server):  # noqa: F811
+    """A process idle with pages held for a site's template: the others do not wait for it to read them (it waits
+    for them), but the run is not done while it holds them."""
+    from newsdedup.distributed.redis_run import RedisRun, connect
+
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    first, second = (RedisRun(connect(redis_server.url), prefix) for _ in range(2))
+    first.join()
+    second.join()
+    second.beat(busy=False, holding=True)
+    assert (first.others_busy(), first.others_holding()) == (0, 1)
+    second.beat(busy=True)
+    assert (first.others_busy(), first.others_holding()) == (1, 0)
+    second.beat(busy=False)
+    assert (first.others_busy(), first.others_holding()) == (0, 0)
+
+
+def test_templates_learn_from_every_processs_warm_up_pages_and_take_back_what_a_held_page_first_taught(redis_server):  # noqa: F811
+    from newsdedup.distributed.redis_run import connect
+    from newsdedup.distributed.shared_templates import SharedTemplates
+    from newsdedup.extract.template import MIN_PAGES, SiteTemplate
+
+    key = f"t{uuid.uuid4().hex[:8]}:template"
+    mine, theirs = SharedTemplates(connect(redis_server.url), key, "a"), SharedTemplates(connect(redis_server.url), key, "b")
+    hot, own = [11, 12, 13], [[100 + n, 200 + n] for n in range(MIN_PAGES)]
+    template = SiteTemplate()
+    pages = [template.learn(hot + body, body) for body in own]
+    for n, page in enumerate(pages):
+        mine.learned("qingshan", page, held=n == 0)
+    other = SiteTemplate()
+    assert theirs.catch_up("qingshan", other) == MIN_PAGES
+    assert other.pages == MIN_PAGES and other.boilerplate() == template.boilerplate() == frozenset(hot)
+    assert mine.catch_up("qingshan", template) == 0  # its own entries are not applied twice
+    template.forget(pages[0])
+    mine.forgot("qingshan", pages[0])
+    mine.forgot("qingshan", pages[1])  # never held: nothing to take back
+    assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES - 1
+    assert theirs.catch_up("another-site", SiteTemplate()) == 0
+
+
 def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(servers, tmp_path):
     manifest = load_manifest()
     day1 = manifest["by_day"][1]
@@ -283,3 +323,48 @@ def check_consistent(site: FaultSite, store_uri: str, *, complete: bool) -> None
         assert sorted(found) == sorted(site.url(p) for p in site.article_paths)
     with psycopg.connect(store_uri) as conn:
         check_story_rows(conn, story)
+
+
+def test_two_workers_hold_a_new_sites_first_pages_for_its_template_as_one_process_does(servers, tmp_path):
+    # A portal whose pages have no headline to anchor on and a hot list (plain paragraphs) that outweighs each
+    # article: read before the site's template knows the hot list, a page keeps it as its body, and the site's first
+    # pages become exact repeats of one hot-list "story". One process holds a new site's first pages until its
+    # template has seen MIN_PAGES pages, then reads them again (tests/test_site_templates.py). Here 2 processes share
+    # 4 such pages, so one of them fetches fewer than MIN_PAGES: its template warms up on what the other's pages
+    # taught it (newsdedup.distributed.shared_templates), and the run stores what one process stores.
+    import redis
+
+    from newsdedup.extract.template import MIN_PAGES
+    from test_site_templates import BRIEFS, HOT, MORE, _page
+
+    store_uri, redis_url, prefix = servers
+    client = redis.Redis.from_url(redis_url)
+
+    def both_joined() -> bool:
+        return max((client.zcard(key) for key in client.scan_iter(f"{prefix}:run:*:workers")), default=0) >= 2
+
+    def after_both_joined(count: int, path: str, site: FaultSite):
+        wait_for(both_joined, 120)  # the list page, once both processes are in the run: both take article pages
+        return None  # then served as usual
+
+    stories = [(title, text + more) for (title, text), more in zip(BRIEFS[:4], MORE)]
+    # Each page takes 2 s to serve, one request at a time a process: the other process takes the next page meanwhile.
+    with FaultSite(0, article_delay=2.0) as site:
+        for n, (title, text) in enumerate(stories, start=1):
+            site.set_page(f"/a/{n}.html", _page(title, text, anchored=False))
+        site.faults["/list/1.html"] = after_both_joined
+        sites_file = site.write_sites(tmp_path)
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        texts = finish(start_workers(sites_file, servers, logs, "-s", "NEWSDEDUP_EXTRACT_MIN_CHARS=100",
+                                     "-s", "CONCURRENT_REQUESTS=1"), logs)
+    fetched = sorted(stat(text, "newsdedup/crawl/article_pages") for text in texts)
+    assert sum(fetched) == len(stories) and fetched[0] < MIN_PAGES, fetched  # one process alone: a cold template
+    rows = export(store_uri)
+    assert not [r for r in rows if HOT[0] in r["text"]]  # no page kept the hot list
+    assert [r["status"] for r in rows] == ["unique"] * len(stories)  # no exact repeats of a hot-list "story"
+    assert sorted(r["text"] for r in rows) == sorted(text for _, text in stories)
+    assert all(r["text"] == dict(stories)[r["title"]] for r in rows)
+    # Each process held the pages it fetched while the run's template was cold, and read every one of them again.
+    held = [stat(text, "newsdedup/extract/template_warmup/held") for text in texts]
+    assert MIN_PAGES <= sum(held) <= len(stories)
+    assert [stat(text, "newsdedup/extract/template_warmup/reread") for text in texts] == held

@@ -337,7 +337,8 @@ def test_crawl_settings_build_the_esimhash_detector_and_worker_config():
 def test_crawl_rebuild_relearns_statistics_from_the_stored_centres(tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from newsdedup.crawl.pipelines.state import CrawlSettings, CrawlState
+    from newsdedup.crawl.indexes import DedupIndexes
+    from newsdedup.crawl.pipelines.state import CrawlSettings
     from newsdedup.storage import open_store
     from newsdedup.dedup.status import NEAR_DUPLICATE
     from newsdedup.storage.base import ArticleRecord
@@ -353,15 +354,13 @@ def test_crawl_rebuild_relearns_statistics_from_the_stored_centres(tmp_path):
                 fingerprint=extractor.fingerprint(text), status=status, cluster_id=article_id, method="esimhash",
             ))
     crawler = get_crawler(settings_dict={"NEWSDEDUP_NEAR_METHOD": "esimhash", "NEWSDEDUP_STORAGE_URI": uri})
-    state = CrawlState(crawler, CrawlSettings.from_settings(crawler.settings))
-    state.store = open_store(uri)
-    state.store.open()
-    try:
-        state._rebuild_indexes()
-    finally:
-        state.store.close()
-    detector = state.clusterer.detector
+    settings = CrawlSettings.from_settings(crawler.settings)
+    indexes = DedupIndexes(settings.features, settings.near, exact_error_rate=settings.exact_error_rate,
+                           retention_days=settings.retention_days)
+    with open_store(uri) as store:
+        indexes.rebuild(store, crawler.stats)
+    detector = indexes.clusterer.detector
     assert isinstance(detector, ESimhashDetector) and len(detector) == 2
     # Only the centres are re-learnt (the near-duplicate is missing from the statistics until snapshots exist).
     assert detector.index.statistics.documents == 2
-    assert state.clusterer.assign(99, extractor.features(WETLAND_REPRINT)).duplicate_of is not None
+    assert indexes.clusterer.assign(99, extractor.features(WETLAND_REPRINT)).duplicate_of is not None

@@ -98,14 +98,14 @@ def test_tallies_round_trip_through_stats_and_every_site_shows_its_zeros():
     stats = {site_key("a", "list_pages"): 1, site_key("a", "article_links"): 4, site_key("a", "fetched"): 3,
              site_key("a", "unique"): 2, site_key("a", "skipped/video"): 1, site_key("a", "failed/http_500"): 1,
              site_key("b", "list_pages"): 0, "newsdedup/run/exit_code": 6, "newsdedup/run/verdict": "site_failed",
-             "newsdedup/run/problems": ["site b: ..."], "finish_reason": "site_failed"}
+             "newsdedup/run/problems": ["site b: ..."], "finish_reason": "finished"}
     a, b = tallies_of(stats)
     assert (a.stored, a.skipped_total, a.failed_total, a.not_fetched) == (2, 1, 1, 0)
     assert b == SiteTally("b")
     table = format_table([a, b])
     assert table.splitlines()[-1].split() == ["b", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0"]
     summary = format_summary(stats)
-    assert summary.startswith("newsdedup run site_failed: exit status 6 (site_failed)")
+    assert summary.startswith("newsdedup run finished: exit status 6 (site_failed)")
     assert "skipped: video 1; failed: http_500 1" in summary and summary.endswith("problem: site b: ...")
 
 

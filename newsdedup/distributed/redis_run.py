@@ -68,7 +68,7 @@ end
 return run
 """
 # A heartbeat: keep the run alive (only the run this process is in), record this process's beat and whether
-# it is busy. Times come from the Redis server, so clocks of different machines do not matter.
+# it is busy ('1'), idle ('0') or idle holding pages for a site's template ('2'). Times come from the Redis server, so clocks of different machines do not matter.
 _BEAT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 local now = redis.call('TIME')
@@ -80,14 +80,14 @@ redis.call('PEXPIRE', KEYS[3], ARGV[5])
 for i = 4, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
 return ms
 """
-# Live processes (a beat within LIVENESS) other than this one that are busy.
+# Live processes (a beat within LIVENESS) other than this one whose flag is ARGV[3].
 _OTHERS_BUSY = """
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[2]), '+inf')
 local busy = 0
 for _, worker in ipairs(live) do
-    if worker ~= ARGV[1] and redis.call('HGET', KEYS[2], worker) == '1' then busy = busy + 1 end
+    if worker ~= ARGV[1] and redis.call('HGET', KEYS[2], worker) == ARGV[3] then busy = busy + 1 end
 end
 return busy
 """
@@ -102,7 +102,7 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[
 end
 return 1
 """
-# Leave the run; the last busy process ends it, so the next start opens a new run at once. Idle processes do not
+# Leave the run; the last busy (or holding) process ends it, so the next start opens a new run at once. Idle processes do not
 # keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
 # the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
 _LEAVE = """
@@ -111,7 +111,8 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[3]), '+inf')) do
-    if redis.call('HGET', KEYS[3], worker) == '1' then return 0 end
+    local flag = redis.call('HGET', KEYS[3], worker)
+    if flag == '1' or flag == '2' then return 0 end
 end
 if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end
 return 1
@@ -163,17 +164,24 @@ class RedisRun:
         self.beat(busy=True)
         return self.run_id, self.run_id == new
 
-    def beat(self, *, busy: bool, keep: Iterable[str] = ()) -> None:
-        """The heartbeat: this process is alive (and busy or not); the run and its keys ``keep`` stay."""
+    def beat(self, *, busy: bool, holding: bool = False, keep: Iterable[str] = ()) -> None:
+        """The heartbeat: this process is alive (busy, or idle; ``holding``: idle with pages held for a site's
+        template); the run and its keys ``keep`` stay."""
+        flag = "1" if busy else "2" if holding else "0"
         self._beat(
             keys=[self._run_key, self.key("workers"), self.key("busy"), *keep],
-            args=[self.run_id, self.worker, "1" if busy else "0", int(self.liveness * 1000), RUN_KEYS_TTL * 1000],
+            args=[self.run_id, self.worker, flag, int(self.liveness * 1000), RUN_KEYS_TTL * 1000],
         )
 
     def others_busy(self) -> int:
         """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
         return int(self._others_busy(keys=[self.key("workers"), self.key("busy")],
-                                     args=[self.worker, int(self.liveness * 1000)]))
+                                     args=[self.worker, int(self.liveness * 1000), "1"]))
+
+    def others_holding(self) -> int:
+        """How many other live processes of the run are idle holding pages for a site's template."""
+        return int(self._others_busy(keys=[self.key("workers"), self.key("busy")],
+                                     args=[self.worker, int(self.liveness * 1000), "2"]))
 
     @property
     def started_at(self) -> datetime:

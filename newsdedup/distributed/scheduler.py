@@ -36,22 +36,10 @@ from newsdedup.run import runstats
 from newsdedup.distributed.addon import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.crawl.dupefilter import KnownArticles, url_key
 from newsdedup.storage import open_store
+from newsdedup.distributed.member import run_of
 from newsdedup.distributed.wire import WireError
 
 logger = logging.getLogger(__name__)
-
-_RUN_ATTRIBUTE = "_newsdedup_run"
-
-
-def run_of(crawler: Crawler) -> redis_run.RedisRun:
-    """The crawler's run membership (one per crawl process), created on first use."""
-    run = getattr(crawler, _RUN_ATTRIBUTE, None)
-    if run is None:
-        client = redis_run.connect(redis_url(crawler.settings))
-        run = redis_run.RedisRun(client, options.get_str(crawler.settings, "NEWSDEDUP_REDIS_PREFIX"))
-        setattr(crawler, _RUN_ATTRIBUTE, run)
-    return run
-
 
 class RunScheduler(Scheduler):
     """scrapy-redis's scheduler, its queue and request filter keyed by the run this process joins on open."""

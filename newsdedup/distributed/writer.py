@@ -25,17 +25,35 @@ from scrapy.exceptions import DropItem
 from newsdedup.crawl.analysis import PageAnalysis, PageSkipped
 from newsdedup.crawl.dupefilter import url_key
 from newsdedup.crawl.items import ArticlePage, FetchFailure
+from newsdedup.crawl.pipelines.analyse import AnalysePipeline
+from newsdedup.crawl.pipelines.exact import ExactDedupPipeline
+from newsdedup.crawl.pipelines.failures import FailurePipeline
+from newsdedup.crawl.pipelines.near import NearDedupPipeline
+from newsdedup.crawl.pipelines.store import StorePipeline
 from newsdedup.run.retry import TRANSIENT_SKIPS
-from newsdedup.storage.base import StoreError
+from newsdedup.storage.base import ArticleStore, StoreError
 
 logger = logging.getLogger(__name__)
 
 BATCH = 200  # entries read at a time; their records are committed together, then acknowledged
 
 
+# The stages a single-process crawl runs, by name, as the writer applies an entry; a stage left out of
+# ITEM_PIPELINES is left out here too.
+STAGES = {"fetch": FailurePipeline, "extract": AnalysePipeline, "exact": ExactDedupPipeline,
+          "near": NearDedupPipeline, "store": StorePipeline}
+
+
+def stages_of(crawler) -> dict:
+    """The crawl's newsdedup pipelines by stage name (Scrapy's own instances, found with get_item_pipeline)."""
+    found = {name: crawler.get_item_pipeline(cls) for name, cls in STAGES.items()}
+    return {name: pipeline for name, pipeline in found.items() if pipeline is not None}
+
+
 class StreamWriter:
-    def __init__(self, state, stream, urls, verdicts) -> None:
-        self.state = state
+    def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts) -> None:
+        self.stages = stages_of(crawler)
+        self.store = store
         self.stream = stream
         self.urls = urls  # newsdedup.distributed.redis_run.UrlFilter
         self.verdicts = verdicts  # newsdedup.distributed.redis_run.VerdictBoard
@@ -47,7 +65,7 @@ class StreamWriter:
 
     def apply(self, entry, entry_id: str | None = None) -> None:
         """One stream entry through the stages, as a single-process crawl would run it."""
-        stages = self.state.stages
+        stages = self.stages
         # The publisher of an analysed page waits for its verdict (a skip or a failed fetch has none to wait for).
         awaited = entry_id is not None and isinstance(entry, tuple) and isinstance(entry[1], PageAnalysis)
         try:
@@ -90,7 +108,7 @@ class StreamWriter:
         if not self._unacknowledged:
             return True
         try:
-            self.state.store.flush()
+            self.store.flush()
         except StoreError as exc:
             # The records stay pending in the store and the entries unacknowledged: tried again next batch,
             # or, if this process dies, applied again by the next writer.

@@ -10,8 +10,9 @@ project's ``COMMANDS_MODULE`` (Scrapy 2.19 looks the command name up there after
   ``NEWSDEDUP_*`` setting and the database (readable, newsdedup's, schema version, ``PRAGMA quick_check``,
   run lock) are checked there, and a problem prints one line, ``newsdedup: error: ...``, and exits with
   status 2 (3 when another crawl holds the database);
-- ``run`` crawls as Scrapy's command does and sets the exit status from the verdict the pipelines left in
-  the stats (:mod:`newsdedup.run.verdict`); a crawl killed before it could judge itself exits 7 (interrupted).
+- ``run`` crawls as Scrapy's command does and sets the exit status from the verdict the crawl left in its
+  ``newsdedup/run/exit_code`` stat (:mod:`newsdedup.crawl.verdict`, :mod:`newsdedup.run.verdict`; Scrapy's
+  ``finish_reason`` is left as Scrapy set it); a crawl killed before it could judge itself exits 7 (interrupted).
 
 ``--settings FILE`` reads a user's settings file (:mod:`newsdedup.run.settings_file`) under the ``-s`` values.
 :func:`crawl_anywhere` is ``newsdedup crawl``: this same command, run on the portal spider with the package's
@@ -46,6 +47,7 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
     try:
         load_sites(spider_args.get("sites"), only=spider_args.get("site"))
         crawl = CrawlSettings.from_settings(settings)
+        _check_extensions(settings)
         if crawl.redis_url:
             _require_redis_extra()
         store = crawl.open_store()
@@ -65,6 +67,25 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
         store.close()
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
     return store
+
+
+# The crawl's parts that are Scrapy extensions (newsdedup/settings.py, EXTENSIONS); RunMember is NotConfigured
+# without NEWSDEDUP_REDIS_URL.
+EXTENSIONS = ("newsdedup.crawl.pipelines.state.CrawlState", "newsdedup.distributed.member.RunMember",
+              "newsdedup.crawl.verdict.RunVerdict")
+
+
+def _check_extensions(settings) -> None:
+    """A settings file or ``-s EXTENSIONS=...`` replaces the project's dict: newsdedup's own must stay in it."""
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    enabled = {load_object(c) if isinstance(c, str) else c
+               for c in build_component_list(settings.getwithbase("EXTENSIONS"))}
+    missing = [path for path in EXTENSIONS if load_object(path) not in enabled]
+    if missing:
+        raise SettingError(f"EXTENSIONS: newsdedup's {', '.join(missing)} must stay in it (setting EXTENSIONS "
+                           "replaces the project's dict: add yours to newsdedup's, see docs/settings.md)")
 
 
 def _require_redis_extra() -> None:

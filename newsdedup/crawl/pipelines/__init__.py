@@ -3,7 +3,7 @@
     analyse (extract + fingerprint, worker processes) -> exact (Bloom + confirm)
         -> near (Single-Pass over Simhash/SpotSigs) -> store (hands on the page's ArticleVerdict)
 
-All four share one :class:`~newsdedup.crawl.pipelines.state.CrawlState` per crawler.
+All of them share the crawl's :class:`~newsdedup.crawl.pipelines.state.CrawlState`, a Scrapy extension.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ class StagePipeline:
         return cls(crawler=crawler, state=CrawlState.of(crawler))
 
     def open_spider(self) -> None:
-        self.state.stages[self.stage] = self  # a distributed crawl's writer runs stream entries through them
         self.state.open()
 
     def close_spider(self) -> None:

@@ -1,6 +1,7 @@
 """Extraction and fingerprinting on the worker pool; skipped pages are recorded and dropped.
 
-Results are handed on in arrival order (:class:`~newsdedup.crawl.ordering.InOrder`). A page whose URL is
+The pipeline owns the crawl's worker pool (:class:`~newsdedup.crawl.analysis.AnalysisPool`) and the pages it holds
+for a new site's template (below). Results are handed on in arrival order (:class:`~newsdedup.crawl.ordering.InOrder`). A page whose URL is
 already stored (fetched twice, as after a ``JOBDIR`` resume) is dropped without a second record. A
 skipped page is recorded with its attempt count and, for a transient reason, when to try it again
 (:mod:`newsdedup.run.retry`). If the worker pool is lost for good the crawl is closed as ``worker_lost``;
@@ -14,8 +15,10 @@ page only teaches it and is held (its body compressed, in memory); once the temp
 held pages are read again with it, and go on to the dedup stages then (behind the pages that came meanwhile). A
 site that never gets that many pages in the run has its held pages read again when the crawl has nothing else
 to do. Templates are kept between runs, so this happens on a site's first run only. A crawl stopped first
-counts the held pages as not processed; they are not stored, so the next run fetches them again. A distributed
-crawl does not hold pages (its writer orders the results; see :mod:`newsdedup.distributed.redis_run`).
+counts the held pages as not processed; they are not stored, so the next run fetches them again. Each process of a
+distributed crawl holds its own pages the same way; what a site's first pages teach is shared between the run's
+processes (:mod:`newsdedup.distributed.shared_templates`), so their templates warm up on the run's pages, and a
+process does not read its held pages with a cold template while another process may still teach it.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ import zlib
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, DropItem
 
-from newsdedup.crawl.analysis import PageAnalysis, PageSkipped, WorkerLost
+from newsdedup.crawl import engine
+from newsdedup.crawl.analysis import AnalysisPool, PageAnalysis, PageSkipped, WorkerLost
 from newsdedup.extract.template import MIN_PAGES, SiteTemplate
 from newsdedup.crawl.items import ArticlePage
 from newsdedup.crawl.pipelines import StagePipeline
 from newsdedup.clock import utc_now
+from newsdedup.run import runstats
 from newsdedup.storage.base import SkippedRecord
 
 logger = logging.getLogger(__name__)
@@ -45,11 +50,36 @@ class HeldForTemplate(DropItem):
 class AnalysePipeline(StagePipeline):
     stage = "extract"
 
+    pool: AnalysisPool | None = None
+
     def open_spider(self) -> None:
         super().open_spider()
+        settings = self.state.settings
+        self.pool = AnalysisPool(settings.features, workers=settings.workers, timeout=settings.extract_timeout)
+        self.pool.start()
+        # Pages of sites whose template is still cold, kept (body compressed) to be read again.
+        self.held: dict[str, list[ArticlePage]] = {}
         self._rereads: set[asyncio.Task] = set()
         self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
         self.crawler.signals.connect(self._release_when_idle, signal=signals.spider_idle)
+
+    def close_spider(self) -> None:
+        """Stop the workers; pages still held were not read again before the crawl closed: the next run fetches them
+        (counted per site for the run's verdict, which is judged after the pipelines closed)."""
+        stats = self.crawler.stats
+        if self.pool is not None:
+            self.pool.shutdown()
+            for name, count in self.pool.counts.items():
+                stats.set_value(f"newsdedup/workers/{name}", count)
+        for site, pages in self.held.items():
+            stats.set_value(runstats.site_key(site, runstats.HELD_AT_STOP), len(pages))
+        self.held.clear()
+        super().close_spider()
+
+    @property
+    def worker_lost(self) -> str | None:
+        """Why the worker pool is gone for good, if it is (for the run's verdict)."""
+        return self.pool.lost if self.pool is not None else None
 
     async def process_item(self, item):
         if not self.handles(item):
@@ -58,6 +88,8 @@ class AnalysePipeline(StagePipeline):
         state = self.state
         page.ticket = state.order.take()
         template = state.template(page.site)
+        if template is not None and template.pages >= MIN_PAGES and self.held.get(page.site):
+            self._release(page.site)  # warmed up by the run's other processes (a distributed crawl)
         stored = None  # whether the page's URL is stored already, once known (it cannot change during its turn)
         try:
             learned = (template.boilerplate(), template.sign_offs()) if template is not None else ()
@@ -73,8 +105,8 @@ class AnalysePipeline(StagePipeline):
             state.stop_crawl("worker_lost")
             raise DropItem(f"not analysed ({exc}); fetched again next run", log_level="ERROR") from exc
         page.body = b""  # the raw page is no longer needed; keep memory flat
-        if state.stream is not None:  # a distributed crawl: its writer decides, in the stream's order
-            entry_id = state.publish((page, result))
+        if state.distributed is not None:  # a distributed crawl: its writer decides, in the stream's order
+            entry_id = state.distributed.publish((page, result))
             # Its place in the stream is taken: the next page may be published while this one awaits its verdict.
             state.order.finish(page.ticket)
             page.ticket = None
@@ -85,19 +117,19 @@ class AnalysePipeline(StagePipeline):
         return self.accept(page, result, stored=stored)
 
     def _should_hold(self, page: ArticlePage, template: SiteTemplate) -> bool:
-        return template.pages < MIN_PAGES and not page.reread and self.state.stream is None and not self._closing()
+        return template.pages < MIN_PAGES and not page.reread and not self._closing()
 
     def _closing(self) -> bool:
         """The crawl is closing (SIGTERM, a CLOSESPIDER_* limit, a lost pool): hold nothing, send nothing back."""
-        slot = getattr(self.crawler.engine, "_slot", None)  # Scrapy has no public "closing" flag or signal
-        return self.state.closing or not self.crawler.crawling or (slot is not None and slot.closing is not None)
+        return self.state.closing or engine.closing(self.crawler)
 
     def _hold(self, page: ArticlePage, template: SiteTemplate, result: PageAnalysis) -> None:
         """Teach ``page`` to its site's cold template and keep a copy to read again; drop this one (raises)."""
         state = self.state
         article = result.article
-        self._first_reading[page.url] = template.learn(article.block_hashes, article.body_hashes)
-        held = state.held.setdefault(page.site, [])
+        self._first_reading[page.url] = state.templates.learn(page.site, template, article.block_hashes,
+                                                              article.body_hashes, held=True)
+        held = self.held.setdefault(page.site, [])
         if not held and template.pages == 1:
             logger.info("site %s: no template yet; its first %d pages are read again once it has seen them",
                         page.site, MIN_PAGES)
@@ -113,7 +145,7 @@ class AnalysePipeline(StagePipeline):
         them held: they are counted as not processed, and the next run fetches them again."""
         if self._closing():
             return 0
-        pages = self.state.held.pop(site, [])
+        pages = self.held.pop(site, [])
         scraper = self.crawler.engine.scraper
         for page in pages:
             page.body = zlib.decompress(page.body)
@@ -125,17 +157,26 @@ class AnalysePipeline(StagePipeline):
 
     def _reread_done(self, task: asyncio.Task) -> None:
         self._rereads.discard(task)
-        # A closing scraper waits until it is idle, but checks that only when a response is done, and an item
-        # sent in on its own has none: without this check a crawl stopped while a page was read again never ends.
-        scraper = self.crawler.engine.scraper
-        check = getattr(scraper, "_check_if_closing", None)
-        if check is not None and scraper.slot is not None and scraper.slot.closing is not None:
-            check()
+        engine.item_done(self.crawler)
 
     def _release_when_idle(self, spider) -> None:
-        """Nothing else to do: read the held pages of sites whose template never warmed up in this run."""
-        if sum(self._release(site) for site in list(self.state.held)):
+        """Nothing else to do: read the held pages of sites whose template never warmed up in this run. In a
+        distributed crawl, not while another process may still teach the template pages of the site."""
+        state = self.state
+        released = 0
+        for site in list(self.held):
+            template = state.template(site)  # a distributed crawl: what the other processes taught it meanwhile
+            if (template is not None and template.pages < MIN_PAGES and state.distributed is not None
+                    and state.distributed.others_at_work()):
+                continue
+            released += self._release(site)
+        if released or (self.held and not self._closing()):
             raise DontCloseSpider
+
+    @property
+    def holding(self) -> int:
+        """Pages held for their site's template."""
+        return sum(len(pages) for pages in self.held.values())
 
     def accept(self, page: ArticlePage, result, *, stored: bool | None = None):
         """Record a skipped page, drop a page stored before, hand an article on to the dedup stages. ``stored``:
@@ -162,7 +203,7 @@ class AnalysePipeline(StagePipeline):
             options = dataclasses.replace(options, keep_shared_prose=False)
         if lenient:
             options = dataclasses.replace(options, min_chars=0, brief_chars=0)
-        return await self.state.pool.analyse(
+        return await self.pool.analyse(
             page.body, page.url, page.declared_encoding, page.remove_selectors, options, boilerplate, sign_offs
         )
 
@@ -174,7 +215,7 @@ class AnalysePipeline(StagePipeline):
         article = result.article
         first_reading = self._first_reading.pop(page.url, None) if page.reread else None
         if first_reading is not None:  # judged by the other pages, then taught what this reading found
-            template.forget(first_reading)
+            self.state.templates.forget(page.site, template, first_reading)
 
         async def reread(boilerplate: frozenset[int], lenient: bool):
             reading = await self._analyse(page, boilerplate, template.sign_offs(), retry=True, lenient=lenient)
@@ -190,7 +231,7 @@ class AnalysePipeline(StagePipeline):
         # outside its body, so from MIN_PAGES such pages on the template strips it before the site's next pages are
         # read, and they need no second reading (the first reading taught it as body text, never template).
         taught = result.article if isinstance(result, PageAnalysis) else article
-        template.learn(taught.block_hashes, taught.body_hashes)
+        self.state.templates.learn(page.site, template, taught.block_hashes, taught.body_hashes)
         return result
 
     def record_skip(self, page: ArticlePage, skipped: PageSkipped) -> None:

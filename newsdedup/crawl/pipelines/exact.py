@@ -11,7 +11,7 @@ class ExactDedupPipeline(StagePipeline):
 
     def process_page(self, item):
         analysis = item.analysis
-        verdict = self.state.engine.exact_verdict(item.url, analysis.features.fingerprint)
+        verdict = self.state.indexes.engine.exact_verdict(item.url, analysis.features.fingerprint)
         self.inc("checked")
         if verdict is None:
             return item

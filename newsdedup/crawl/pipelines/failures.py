@@ -16,8 +16,8 @@ class FailurePipeline(StagePipeline):
     def process_item(self, item):
         if not isinstance(item, FetchFailure):
             return item
-        if self.state.stream is not None:  # a distributed crawl: its writer records it, in the stream's order
-            self.state.publish(item)
+        if self.state.distributed is not None:  # a distributed crawl: its writer records it, in the stream's order
+            self.state.distributed.publish(item)
             raise DropItem(f"fetch failed ({item.kind}): handed to the writer", log_level="DEBUG")
         self.record(item)
 

@@ -12,7 +12,7 @@ class NearDedupPipeline(StagePipeline):
     def process_page(self, item):
         state = self.state
         item.article_id = state.store.new_article_id()
-        verdict = state.engine.near_verdict(item.article_id, item.analysis.features)
+        verdict = state.indexes.engine.near_verdict(item.article_id, item.analysis.features)
         item.status, item.cluster_id = verdict.status, verdict.cluster_id
         if verdict.status == NEAR_DUPLICATE:
             item.duplicate_of = state.store.url_of(verdict.duplicate_of)

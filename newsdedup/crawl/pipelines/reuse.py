@@ -20,12 +20,12 @@ class ReusePipeline(StagePipeline):
         # The near stage decided the page's status already: what the base class takes for "decided" is this
         # stage's input. A distributed crawl's page (entry_id) is looked up by the run's writer.
         if (not self.handles(item) or item.analysis is None or item.entry_id is not None
-                or item.status == EXACT_DUPLICATE or self.state.reuse is None):
+                or item.status == EXACT_DUPLICATE or self.state.indexes.reuse is None):
             return item
         return self.process_page(item)
 
     def process_page(self, page):
-        reuses = self.state.reuse.find(page.analysis.article.text, story=page.cluster_id)
+        reuses = self.state.indexes.reuse.find(page.analysis.article.text, story=page.cluster_id)
         page.reuses = [reuse.as_dict() for reuse in reuses]
         self.inc("checked")
         if reuses:

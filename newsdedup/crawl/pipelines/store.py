@@ -27,7 +27,7 @@ class StorePipeline(StagePipeline):
             return item
         page: ArticlePage = item
         if page.entry_id is not None:  # a distributed crawl: the run's writer decides, this process waits for it
-            verdict = await self.state.verdict_of(page.entry_id)
+            verdict = await self.state.distributed.verdict_of(page.entry_id)
             if "dropped" in verdict:
                 raise DropItem(verdict["dropped"], log_level=verdict.get("log_level", "INFO"))
             for name, value in verdict.items():
@@ -59,9 +59,9 @@ class StorePipeline(StagePipeline):
                 reuses=tuple(ReuseRecord.from_dict(reuse) for reuse in item.reuses),
             )
             state.store.add_article(record)
-            state.exact.add(features.fingerprint)
-            if state.reuse is not None:
-                state.reuse.add(record)
+            state.indexes.exact.add(features.fingerprint)
+            if state.indexes.reuse is not None:
+                state.indexes.reuse.add(record)
         if item.cluster_id is not None:
             item.origin_url = state.store.origin_of(item.cluster_id)
         return item
