@@ -29,6 +29,7 @@ from newsdedup.crawl.pipelines.analyse import AnalysePipeline
 from newsdedup.crawl.pipelines.exact import ExactDedupPipeline
 from newsdedup.crawl.pipelines.failures import FailurePipeline
 from newsdedup.crawl.pipelines.near import NearDedupPipeline
+from newsdedup.crawl.pipelines.reuse import ReusePipeline
 from newsdedup.crawl.pipelines.store import StorePipeline
 from newsdedup.run.retry import TRANSIENT_SKIPS
 from newsdedup.storage.base import ArticleStore, StoreError
@@ -41,7 +42,7 @@ BATCH = 200  # entries read at a time; their records are committed together, the
 # The stages a single-process crawl runs, by name, as the writer applies an entry; a stage left out of
 # ITEM_PIPELINES is left out here too.
 STAGES = {"fetch": FailurePipeline, "extract": AnalysePipeline, "exact": ExactDedupPipeline,
-          "near": NearDedupPipeline, "store": StorePipeline}
+          "near": NearDedupPipeline, "reuse": ReusePipeline, "store": StorePipeline}
 
 
 def stages_of(crawler) -> dict:
