@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timezone
 
 import pytest
@@ -9,9 +10,11 @@ import pytest
 from newsdedup.dedup.reuse import ReuseIndex, winnow
 from newsdedup.text.normalize import exact_form, exact_form_with_offsets, normalize_text
 
-# Measured 2026-11-27 with the shipped setting (k 8, w 12, 80 characters, 4 sources): test P 0.846, R 0.786.
-TEST_PRECISION_FLOOR = 0.82
-TEST_RECALL_FLOOR = 0.75
+# Measured 2026-11-27 with the shipped setting (k 8, w 12, 80 characters in passages of 60 or more, 8% of one text,
+# 16 sources): test P 0.917 (55 found, 5 FP), R 0.982; tune P 0.914, R 0.955.  (Before the passage and fraction
+# bars, with 4 sources: test P 0.846, R 0.786.)  The issue's acceptance: P >= 0.9, R >= 0.8.
+TEST_PRECISION_FLOOR = 0.90
+TEST_RECALL_FLOOR = 0.94
 
 # A report of four paragraphs, and a commentary that quotes its second to fourth paragraphs (with a line break
 # and spaces inside the quote, as a page's layout gives) between text of its own.
@@ -110,15 +113,64 @@ def test_unrelated_and_same_event_texts_reuse_nothing():
 def test_a_shared_passage_under_the_bar_is_not_reuse():
     one_sentence = "专家说：" + REPORT_PARAGRAPHS[0][17:57] + "这是好消息。" + UNRELATED
     assert index_with(("report", REPORT)).find(one_sentence) == []
-    assert index_with(("report", REPORT), min_chars=30).find(one_sentence) != []
+    assert index_with(("report", REPORT), min_chars=30, min_passage=30).find(one_sentence) != []
 
 
 def test_text_many_stories_hold_seeds_nothing():
     footer = "本文来源于新华网，版权归原作者所有。如有侵权请联系删除，转载请注明出处，谢谢合作。责任编辑：张三 李四 王五。"
     stories = [(f"s{n}", f"第{n}篇不同的报道，讲的是第{n}件事情，与其他报道无关。" * 3 + footer) for n in range(6)]
     page = UNRELATED + footer
-    assert [r.source for r in index_with(*stories[:1], min_chars=30).find(page)] == ["s0"]
-    assert index_with(*stories, min_chars=30, max_sources=4).find(page) == []
+    assert [r.source for r in index_with(*stories[:1], min_chars=30, min_passage=30).find(page)] == ["s0"]
+    assert index_with(*stories, min_chars=30, min_passage=30, max_sources=4).find(page) == []
+
+
+# A clause of mandated wording (~110 characters), as admission brochures or exam notices all carry it.
+CLAUSE = ("对在研究生招生考试中有违反考试管理规定和考场纪律，影响考试公平、公正行为的考生，一律按《国家教育考试违规处理办法》"
+          "严肃处理，并将考生的有关情况记入国家教育考试诚信档案，通报其所在学校或单位。")
+
+
+def long_notice(n: int) -> str:
+    """A long notice (2,000 characters of its own, drawn at random: nothing shared with another) around the clause."""
+    rng = random.Random(n)
+    own = "".join(chr(rng.randrange(0x4E00, 0x9FA5)) + ("。" if i % 30 == 29 else "") for i in range(2000))
+    return own[: len(own) // 2] + CLAUSE + own[len(own) // 2 :]
+
+
+def test_a_clause_two_long_notices_share_is_a_form_not_a_reuse():
+    """The clause is over the bar in characters but a few percent of each notice: not reported; the same clause
+    quoted in a short item is a good share of that item, and is."""
+    index = index_with(("notice-1", long_notice(1)))
+    clause_chars = len("".join(CLAUSE.split()))
+    assert clause_chars >= 80
+    assert index.find(long_notice(2)) == []
+    short = "记者从省考试院获悉：" + CLAUSE + "考试院提醒考生诚信应考。"
+    [reuse] = index.find(short)
+    assert reuse.source == "notice-1" and reuse.chars == clause_chars and reuse.fraction >= 0.5
+    assert reuse.source_fraction < 0.08
+    # with the fraction bar off the notices share the clause
+    assert [r.chars for r in index_with(("notice-1", long_notice(1)), min_fraction=0).find(long_notice(2))] == [
+        clause_chars]
+
+
+def test_passages_shorter_than_the_minimum_do_not_count():
+    """Three fragments of 45-50 characters each, far apart (over the bar together, each under two sentences)."""
+    fragments = [REPORT_PARAGRAPHS[1][:45], REPORT_PARAGRAPHS[2][:48], REPORT_PARAGRAPHS[3][:50]]
+    page = "评论：" + "".join(f + "。" + UNRELATED[i * 60:(i + 1) * 60] for i, f in enumerate(fragments))
+    assert index_with(("report", REPORT)).find(page) == []
+    [reuse] = index_with(("report", REPORT), min_passage=40).find(page)
+    # each fragment found where it is (a passage may run on by the "。" beside it, which both texts have there)
+    for passage, fragment in zip(reuse.passages, fragments):
+        assert fragment in page[passage.start:passage.start + passage.length]
+        assert len(fragment) <= passage.chars <= len(fragment) + 1 < 60
+
+
+def test_a_passage_quoted_twice_counts_once():
+    twice = COMMENT_OWN_START + QUOTED + "\n重复一遍：\n" + QUOTED + COMMENT_OWN_END
+    [reuse] = index_with(("report", REPORT)).find(twice)
+    quoted_chars = len("".join(QUOTED.split()))
+    assert reuse.chars == quoted_chars and len(reuse.passages) == 1
+    assert reuse.source_chars == len(exact_form(normalize_text(REPORT))) and reuse.source_fraction <= 1
+    assert reuse.text_chars == len(exact_form(normalize_text(twice)))
 
 
 def test_expiry_and_removal_forget_stories():
@@ -152,6 +204,8 @@ def test_a_source_read_back_through_text_of():
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="must be >= 1"):
         ReuseIndex(k=0)
+    with pytest.raises(ValueError, match="min_fraction in"):
+        ReuseIndex(min_fraction=1.5)
     with pytest.raises(ValueError, match="k and w"):
         winnow("新闻", k=0)
 
@@ -159,10 +213,10 @@ def test_bad_parameters_are_refused():
 @pytest.mark.shared_data
 def test_reuse_on_the_held_out_half_of_the_real_pairs_stays_above_its_floors(shared_data):
     """The shipped setting on the labelled real pairs (index every text, query b): precision and recall of the
-    reuse pairs on the test half, measured at the floors' values plus a margin (see the report)."""
-    from newsdedup.evaluation.reuse_scores import K, MAX_SOURCES, MIN_CHARS, W, evaluate_reuse
+    reuse pairs on the test half, with the tune half's beside them (held_out, what the eval's floors check)."""
+    from newsdedup.evaluation.reuse_scores import held_out
 
-    rows = evaluate_reuse(shared_data, ks=(K,), ws=(W,), min_chars=(MIN_CHARS,), max_sources=(MAX_SOURCES,),
-                          merged={})
-    test = rows[0]["test"]
-    assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, test
+    result = held_out(shared_data)
+    test = result["test"]
+    assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, result
+    assert result["tune"]["reuse_pairs"] + test["reuse_pairs"] == 123
