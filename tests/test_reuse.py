@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime, timezone
 
 import pytest
 
-from newsdedup.dedup.reuse import ReuseIndex, winnow
+from newsdedup.dedup.reuse import Reuse, ReuseIndex, ReuseTracker, winnow
 from newsdedup.text.normalize import exact_form, exact_form_with_offsets, normalize_text
 
 # Measured 2026-11-27 with the shipped setting (k 8, w 12, 80 characters in passages of 60 or more, 8% of one text,
@@ -220,3 +221,81 @@ def test_reuse_on_the_held_out_half_of_the_real_pairs_stays_above_its_floors(sha
     test = result["test"]
     assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, result
     assert result["tune"]["reuse_pairs"] + test["reuse_pairs"] == 123
+
+
+# ----------------------------------------------------------------------------- the crawl's interface
+
+
+def day(n: int, hour: int = 8) -> str:
+    """A fetch time as the store writes it (UTC, ISO 8601)."""
+    return datetime(2026, 11, n, hour, tzinfo=timezone.utc).isoformat()
+
+
+def test_the_tracker_returns_a_new_storys_records_then_indexes_it():
+    tracker = ReuseTracker(retention_days=30)
+    assert tracker.process(101, REPORT, day(1)) == []
+    assert tracker.process(102, UNRELATED, day(1, 9)) == []
+    [reuse] = tracker.process(103, COMMENT, day(2))
+    assert reuse.source == 101 and reuse.chars == len("".join(QUOTED.split()))
+    [passage] = reuse.passages
+    assert passage.quoted(COMMENT) == QUOTED and passage.quoting(REPORT) == "\n".join(REPORT_PARAGRAPHS[1:])
+    assert 103 in tracker and len(tracker) == 3
+    # the same story applied again (a distributed crawl's next writer): the same records, indexed once
+    assert tracker.process(103, COMMENT, day(2)) == [reuse] and len(tracker) == 3
+    # a later story repeating the commentary finds it too (it was indexed), beside the report
+    assert [r.source for r in tracker.process(104, COMMENT + "补充一句。", day(3))] == [103, 101]
+
+
+def test_the_tracker_forgets_stories_past_the_retention_window():
+    tracker = ReuseTracker(retention_days=7)
+    tracker.process("report", REPORT, day(1))
+    assert [r.source for r in tracker.process("comment-1", COMMENT, day(7))] == ["report"]
+    # a page fetched out of order (older) does not move the window back, nor is it indexed when already out
+    tracker.process("late", "迟到的页面：" + UNRELATED, day(1, 6))
+    assert "late" in tracker
+    tracker.process("comment-2", COMMENT, day(9))
+    assert "report" not in tracker and "late" not in tracker  # day 1 is before day 9 - 7 days
+    assert {r.source for r in tracker.process("comment-3", COMMENT, day(10))} == {"comment-1", "comment-2"}
+    tracker.process("old", REPORT, day(1))  # older than the window when it arrives: looked up, not indexed
+    assert "old" not in tracker
+
+
+def test_a_copy_keeps_its_story_in_the_window():
+    tracker = ReuseTracker(retention_days=7)
+    tracker.process("report", REPORT, day(1))
+    tracker.process("school", UNRELATED, day(1))
+    assert tracker.touch("report", day(6)) and not tracker.touch("unknown", day(6))
+    assert [r.source for r in tracker.process("comment", COMMENT, day(12))] == ["report"]
+    assert "school" not in tracker
+    assert tracker.forget("report") and not tracker.forget("report")
+
+
+def test_a_restart_restores_the_window_without_records():
+    tracker = ReuseTracker(retention_days=7)
+    stored = [(1, REPORT, day(10)), (2, UNRELATED, day(1)), (3, SAME_EVENT, day(11))]
+    assert tracker.restore(stored) == 2  # story 2 is older than the window
+    assert 1 in tracker and 2 not in tracker and 3 in tracker
+    assert [r.source for r in tracker.process(4, COMMENT, day(12))] == [1]
+
+
+def test_records_survive_json():
+    tracker = ReuseTracker()
+    tracker.process("report", REPORT, day(1))
+    [reuse] = tracker.process("comment", COMMENT, day(2))
+    record = json.loads(json.dumps(reuse.as_record(), ensure_ascii=False))
+    assert set(record) == {"source", "chars", "fraction", "source_fraction", "text_chars", "source_chars",
+                           "passages"}
+    assert Reuse.from_record(record) == reuse
+
+
+def test_the_tracker_refuses_bad_input_with_the_fix():
+    with pytest.raises(ValueError, match="retention_days must be > 0"):
+        ReuseTracker(retention_days=0)
+    tracker = ReuseTracker(retention_days=1)
+    with pytest.raises(ValueError, match="needs a time"):
+        tracker.process("a", REPORT, None)
+    with pytest.raises(ValueError, match="ISO 8601"):
+        tracker.process("a", REPORT, "yesterday")
+    with pytest.raises(ValueError, match="decode bytes first"):
+        tracker.process("a", REPORT.encode(), day(1))
+    assert len(tracker) == 0
