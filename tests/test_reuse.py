@@ -217,10 +217,20 @@ def test_reuse_on_the_held_out_half_of_the_real_pairs_stays_above_its_floors(sha
     reuse pairs on the test half, with the tune half's beside them (held_out, what the eval's floors check)."""
     from newsdedup.evaluation.reuse_scores import held_out
 
+    from newsdedup.evaluation.floors import check_floors, load_floors
+    from newsdedup.evaluation.suite import format_markdown, format_summary
+
     result = held_out(shared_data)
     test = result["test"]
     assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, result
     assert result["tune"]["reuse_pairs"] + test["reuse_pairs"] == 123
+    # as the eval's pairs stage writes it: the quality floors find their figures, the report and summary show them
+    results = {"meta": {"data": str(shared_data), "seed": 1, "python": "3", "cpus": 1, "started": "now",
+                        "seconds": {}}, "reuse": result}
+    checks = [c for c in check_floors(results, load_floors()) if c.metric.startswith("reuse.")]
+    assert [(c.metric, c.passed) for c in checks] == [("reuse.test.precision", True), ("reuse.test.recall", True)]
+    line = f"test P {test['precision']:.3f} R {test['recall']:.3f}"
+    assert line in format_summary(results) and line in format_markdown(results)
 
 
 # ----------------------------------------------------------------------------- the crawl's interface
