@@ -59,6 +59,7 @@ from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 from datetime import datetime, timezone
 from os.path import commonprefix
 
@@ -173,6 +174,42 @@ class Reuse:
                    record["fraction"], record["source_fraction"], record["text_chars"], record["source_chars"])
 
 
+class _Prepared(NamedTuple):
+    """A text read once for both a lookup and its indexing."""
+
+    form: str  # the normalised text
+    offsets: list[int]  # each of its characters' raw offset
+    hashes: np.ndarray  # the winnowed fingerprints
+    positions: np.ndarray  # where they are in the normalised text
+
+
+def _linked(seqs: np.ndarray, q: np.ndarray, s: np.ndarray, *, reach: int, drift: int, steps: int = 16
+            ) -> np.ndarray:
+    """Which seeds (sorted by story, then query position) have another seed of the same story at most ``reach``
+    characters before or after them in the new text, on a diagonal within ``drift``: only those can be in a
+    chain (:meth:`ReuseIndex._chains`).  Vectorised: most shared fingerprints are scattered common phrases, and
+    dropping them here spares the Python loop over them.  A seed whose neighbourhood holds more than ``steps``
+    seeds is kept unchecked (a necessary condition only, never a loss)."""
+    n = len(q)
+    linked = np.zeros(n, bool)
+    diagonal = s - q
+    for m in range(1, min(steps, n - 1) + 1):
+        gap = q[m:] - q[:-m]
+        within = (seqs[m:] == seqs[:-m]) & (gap <= reach)
+        if not within.any():
+            break
+        near = within & (gap > 0) & (np.abs(diagonal[m:] - diagonal[:-m]) <= drift)
+        linked[m:] |= near
+        linked[:-m] |= near
+    else:
+        if n - 1 > steps:  # neighbourhoods not scanned to their end: keep their seeds
+            m = steps
+            crowded = (seqs[m:] == seqs[:-m]) & (q[m:] - q[:-m] <= reach)
+            linked[m:] |= crowded
+            linked[:-m] |= crowded
+    return linked
+
+
 @dataclass
 class _Segment:
     keys: np.ndarray  # uint64, sorted
@@ -238,12 +275,27 @@ class ReuseIndex:
         """Fingerprint postings held (removed stories' ones included until their segments merge)."""
         return self._postings
 
+    def _prepared(self, text: str) -> _Prepared:
+        form, offsets = exact_form_with_offsets(text)
+        return _Prepared(form, offsets, *winnow(form, self.k, self.w))
+
     def add(self, story_id: Hashable, text: str, when: datetime | float | str | None = None) -> bool:
         """Index a story (``when``: its time, for :meth:`expire`); False when the id is already indexed."""
+        return self._add(story_id, text, self._prepared(text), when)
+
+    def find_and_add(self, story_id: Hashable, text: str, when: datetime | float | str | None = None, *,
+                     exclude: Iterable[Hashable] = (), add: bool = True) -> list[Reuse]:
+        """:meth:`find` (the story's own id excluded), then :meth:`add` when ``add``: the text is read once."""
+        prepared = self._prepared(text)
+        found = self._find(prepared, (story_id, *exclude))
+        if add:
+            self._add(story_id, text, prepared, when)
+        return found
+
+    def _add(self, story_id: Hashable, text: str, prepared: _Prepared, when: datetime | float | str | None) -> bool:
         if story_id in self._seq_of:
             return False
-        form, _ = exact_form_with_offsets(text)
-        hashes, positions = winnow(form, self.k, self.w)
+        hashes, positions = prepared.hashes, prepared.positions
         seq = len(self._ids)
         self._ids.append(story_id)
         self._seq_of[story_id] = seq
@@ -357,23 +409,21 @@ class ReuseIndex:
             keep &= ~np.isin(seqs, exclude)
         query, seqs, positions = query[keep], seqs[keep], positions[keep]
         # Document frequency: distinct stories per fingerprint (by hash value: a query may repeat one).
-        pairs = np.unique(np.stack((hashes[query], seqs.astype(_U64))), axis=1)
-        keys, holders = np.unique(pairs[0], return_counts=True)
-        common = keys[holders > self.max_sources]
-        if len(common):
-            keep = ~np.isin(hashes[query], common)
-            query, seqs, positions = query[keep], seqs[keep], positions[keep]
-        return query, seqs, positions
+        _, value = np.unique(hashes, return_inverse=True)
+        held = np.unique((value[query].astype(np.int64) << 32) | seqs)
+        common = np.bincount(held >> 32, minlength=len(hashes)) > self.max_sources
+        keep = ~common[value[query]]
+        return query[keep], seqs[keep], positions[keep]
 
     def find(self, text: str, *, exclude: Iterable[Hashable] = ()) -> list[Reuse]:
         """The stored stories ``text`` reuses passages of, most characters first; ``exclude``: story ids not to
         report (the text's own id, the stories it is a near duplicate of) nor to count as holders of a
         fingerprint."""
-        if not self._seq_of:
-            return []
-        form, offsets = exact_form_with_offsets(text)
-        hashes, positions = winnow(form, self.k, self.w)
-        if not len(hashes):
+        return self._find(self._prepared(text), exclude) if self._seq_of else []
+
+    def _find(self, prepared: _Prepared, exclude: Iterable[Hashable]) -> list[Reuse]:
+        form, offsets, hashes, positions = prepared
+        if not len(hashes) or not self._seq_of:
             return []
         excluded = np.array([self._seq_of[i] for i in exclude if i in self._seq_of], np.int64)
         query, seqs, source_positions = self._seed_matches(hashes, excluded)
@@ -382,6 +432,8 @@ class ReuseIndex:
         found = []
         order = np.lexsort((positions[query], seqs))
         seqs, query_positions, source_positions = seqs[order], positions[query][order], source_positions[order]
+        linked = _linked(seqs, query_positions, source_positions, reach=self.max_gap + self.k, drift=self.drift)
+        seqs, query_positions, source_positions = seqs[linked], query_positions[linked], source_positions[linked]
         bounds = np.flatnonzero(np.diff(seqs)) + 1
         for start, end in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(seqs)])).tolist()):
             if end - start < self.min_seeds:
@@ -601,10 +653,8 @@ class ReuseTracker:
         self._now = max(self._now, at)
         if self.retention_seconds is not None:
             self.index.expire(before=self._now - self.retention_seconds)
-        records = self.index.find(text, exclude=(story_id, *exclude))
-        if self.retention_seconds is None or at >= self._now - self.retention_seconds:
-            self.index.add(story_id, text, when=at)
-        return records
+        in_window = self.retention_seconds is None or at >= self._now - self.retention_seconds
+        return self.index.find_and_add(story_id, text, at, exclude=exclude, add=in_window)
 
     def restore(self, stories: Iterable[tuple[Hashable, str, datetime | float | str]]) -> int:
         """Index stored stories ``(id, text, time)`` without looking for reuse among them (a restart: their
