@@ -195,11 +195,21 @@ def test_removed_postings_go_when_segments_merge():
     assert {r.source for r in index.find(COMMENT)} == {f"s{n}" for n in range(30, 40)}
 
 
-def test_a_source_read_back_through_text_of():
-    store = {"report": REPORT}
-    index = ReuseIndex(text_of=store.__getitem__)
-    index.add("report", REPORT)
-    assert [r.source for r in index.find(COMMENT)] == ["report"]
+def test_a_source_read_back_through_text_of_gives_the_same_records():
+    """The index keeps each story's normalised text with a compact map of raw offsets; a crawl may instead read
+    the source back from its store (text_of).  Both place the passages at the same raw offsets, also in a source
+    whose layout the normalisation changes (spaces, line breaks, full-width letters, an ellipsis)."""
+    laid_out = "　　" + REPORT.replace("，", " ， ").replace("。", "。\n\n  ").replace("十月份", "１０月份…")
+    quoted = laid_out[40:].rstrip()  # from the middle of the first paragraph to the end
+    quoting = "评论：" + quoted + UNRELATED
+    store = {"report": laid_out}
+    kept, read_back = ReuseIndex(), ReuseIndex(text_of=store.__getitem__)
+    for index in (kept, read_back):
+        index.add("report", laid_out)
+    [reuse] = kept.find(quoting)
+    assert read_back.find(quoting) == [reuse]
+    [passage] = reuse.passages
+    assert passage.quoting(laid_out) == passage.quoted(quoting) == quoted
 
 
 def test_bad_parameters_are_refused():

@@ -174,6 +174,23 @@ class Reuse:
                    record["fraction"], record["source_fraction"], record["text_chars"], record["source_chars"])
 
 
+class _Offsets:
+    """Each normalised character's raw offset, compactly: the offset minus the index changes only where the
+    normalisation dropped whitespace or expanded a character, so only those points are kept (a few per text,
+    where a list of ints would take 36 bytes a character)."""
+
+    __slots__ = ("_starts", "_shifts")
+
+    def __init__(self, offsets: Sequence[int]) -> None:
+        shift = np.asarray(offsets, np.int64) - np.arange(len(offsets))
+        changes = np.flatnonzero(np.diff(shift)) + 1
+        self._starts = np.concatenate(([0], changes)).tolist()
+        self._shifts = shift[self._starts].tolist() if len(shift) else [0]
+
+    def __getitem__(self, i: int) -> int:
+        return i + self._shifts[bisect_right(self._starts, i) - 1]
+
+
 class _Prepared(NamedTuple):
     """A text read once for both a lookup and its indexing."""
 
@@ -253,7 +270,7 @@ class ReuseIndex:
             min_seeds, min_block, max_gap, drift, min_cjk)
         self._text_of = text_of
         self._shifts = sorted(range(-drift, drift + 1), key=abs)
-        self._texts: dict[Hashable, str] = {}
+        self._forms: dict[Hashable, tuple[str, _Offsets]] = {}  # without text_of: each story's normalised text
         self._seq_of: dict[Hashable, int] = {}
         self._ids: list[Hashable | None] = []
         self._when = np.empty(0, np.float64)
@@ -309,7 +326,7 @@ class ReuseIndex:
         self._counts[seq] = len(hashes)
         self._oldest = min(self._oldest, self._when[seq])  # a NaN time leaves it as it was
         if self._text_of is None:
-            self._texts[story_id] = text
+            self._forms[story_id] = prepared.form, _Offsets(prepared.offsets)
         order = np.argsort(hashes, kind="stable")
         self._segments.append(_Segment(hashes[order], np.full(len(hashes), seq, np.uint32),
                                        positions[order].astype(np.uint32)))
@@ -340,7 +357,7 @@ class ReuseIndex:
             return False
         self._alive[seq] = False
         self._ids[seq] = None
-        self._texts.pop(story_id, None)
+        self._forms.pop(story_id, None)
         self._dead_postings += int(self._counts[seq])
         if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite everything once
             self._segments = [self._merge(self._segments)] if self._segments else []
@@ -445,8 +462,12 @@ class ReuseIndex:
                 found.append(reuse)
         return sorted(found, key=lambda r: (-r.chars, r.source))
 
-    def _source_text(self, story_id: Hashable) -> str:
-        return self._texts[story_id] if self._text_of is None else self._text_of(story_id)
+    def _source_form(self, story_id: Hashable) -> tuple[str, Sequence[int]]:
+        """A stored story's normalised text and its characters' raw offsets: kept from :meth:`add` (normalising
+        the source again was a third of the lookup's time), or read back through ``text_of``."""
+        if self._text_of is None:
+            return self._forms[story_id]
+        return exact_form_with_offsets(self._text_of(story_id))
 
     def _chains(self, query_positions: list[int], source_positions: list[int]) -> list[list[tuple[int, int]]]:
         """The seeds (query position, source position) in chains: each seed joins the latest chain whose last
@@ -472,8 +493,7 @@ class ReuseIndex:
         chains = self._chains(query_positions, source_positions)
         if not chains:
             return None
-        source_text = self._source_text(story_id)
-        source_form, source_offsets = exact_form_with_offsets(source_text)
+        source_form, source_offsets = self._source_form(story_id)
         # Each seed extended both ways along its diagonal while the characters agree: exact blocks (q, s, length).
         blocks: set[tuple[int, int, int]] = set()
         reach: dict[int, int] = {}  # diagonal -> where the last block on it ends in the new text
