@@ -185,6 +185,16 @@ def test_expiry_and_removal_forget_stories():
     assert index.find(COMMENT) == []
 
 
+def test_stories_too_short_to_fingerprint_and_emptied_segments_are_harmless():
+    index = index_with(("tiny", "短讯。"), ("report", REPORT), ("empty", ""))
+    assert [r.source for r in index.find(COMMENT)] == ["report"] and "tiny" in index
+    assert index.find("短讯。") == []
+    for story_id in ("tiny", "report", "empty"):
+        index.remove(story_id)
+    index.add("again", UNRELATED)  # merges into what the removals left
+    assert index.find(COMMENT) == [] and len(index) == 1
+
+
 def test_removed_postings_go_when_segments_merge():
     index = ReuseIndex(max_sources=16)  # ten copies stay under the boilerplate cut
     for n in range(40):

@@ -327,6 +327,8 @@ class ReuseIndex:
         self._oldest = min(self._oldest, self._when[seq])  # a NaN time leaves it as it was
         if self._text_of is None:
             self._forms[story_id] = prepared.form, _Offsets(prepared.offsets)
+        if not len(hashes):  # shorter than k: nothing to find it by (and no empty segment)
+            return True
         order = np.argsort(hashes, kind="stable")
         self._segments.append(_Segment(hashes[order], np.full(len(hashes), seq, np.uint32),
                                        positions[order].astype(np.uint32)))
@@ -360,7 +362,8 @@ class ReuseIndex:
         self._forms.pop(story_id, None)
         self._dead_postings += int(self._counts[seq])
         if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite everything once
-            self._segments = [self._merge(self._segments)] if self._segments else []
+            merged = self._merge(self._segments) if self._segments else None
+            self._segments = [merged] if merged is not None and len(merged) else []
         return True
 
     def touch(self, story_id: Hashable, when: datetime | float | str) -> bool:
@@ -398,8 +401,13 @@ class ReuseIndex:
         raw = np.zeros(len(hashes), np.int64)
         ranges = []
         for segment in self._segments:
+            if not len(segment):  # every posting of it removed at a merge
+                continue
             lo = np.searchsorted(segment.keys, hashes, "left")
-            hi = np.searchsorted(segment.keys, hashes, "right")
+            hi = lo.copy()
+            # Most fingerprints of a text are in no segment: the run's end is looked up for the ones found only.
+            present = np.flatnonzero(segment.keys[np.minimum(lo, len(segment.keys) - 1)] == hashes)
+            hi[present] = np.searchsorted(segment.keys, hashes[present], "right")
             raw += hi - lo
             ranges.append((segment, lo, hi))
         # A fingerprint held far more often than max_sources is boilerplate: do not even gather its postings
