@@ -329,3 +329,21 @@ def test_the_tracker_refuses_bad_input_with_the_fix():
     with pytest.raises(ValueError, match="decode bytes first"):
         tracker.process("a", REPORT.encode(), day(1))
     assert len(tracker) == 0
+
+
+def test_the_tune_half_alone_suggests_the_setting():
+    """The highest tune F1 among settings meeting both aims on the tune half; the test half is never read."""
+    from newsdedup.evaluation.reuse_scores import ReuseSetting, suggest
+
+    def row(bar: int, tune: tuple[float, float], test: tuple[float, float]) -> dict:
+        return {"setting": str(bar), "params": ReuseSetting(min_chars=bar),
+                "tune": {"precision": tune[0], "recall": tune[1]}, "test": {"precision": test[0], "recall": test[1]}}
+
+    rows = [row(60, (0.85, 1.0), (1.0, 1.0)),  # best F1, but under the precision aim on tune
+            row(80, (0.91, 0.95), (0.80, 0.80)),
+            row(100, (0.95, 0.82), (1.0, 1.0)),
+            row(120, (1.0, 0.70), (1.0, 1.0))]  # under the recall aim
+    chosen, meets = suggest(rows)
+    assert chosen["setting"] == "80" and meets
+    chosen, meets = suggest(rows[:1] + rows[3:])  # none meets both: the highest tune F1 of all
+    assert chosen["setting"] == "60" and not meets

@@ -18,10 +18,13 @@ The rule (stated here because the labels allow more than one):
   gets no reuse record: that is what a crawl would store;
 * ``junk`` pairs are left out.
 
-Precision is found / (found + false positives), recall found / reuse pairs.  Only ``min_chars`` (the bar) and
-``max_sources`` act after the index is built, so the grid builds one index per ``(k, w)`` and applies the others
-to the records.  ``python -m newsdedup.evaluation.reuse_scores DATA_DIR`` prints the grid, the setting the tune
-half chooses with its test figures, and the cost per text over the Sina texts beside the SpotSigs decision's.
+Precision is found / (found + false positives), recall found / reuse pairs.  Only the boilerplate cut
+(``max_sources``) and the bar (``min_chars``, ``min_passage``, ``min_fraction``) act after the index is built, so
+the grid builds one index per ``(k, w)``, looks the pairs up once per cut and applies the bar to the records
+(:func:`~newsdedup.dedup.reuse.qualify`, the index's own rule).  The tune half alone chooses (:func:`suggest`).
+``python -m newsdedup.evaluation.reuse_scores DATA_DIR`` prints the settings of highest tune F1 with both halves
+side by side, the setting the tune half chooses with its test figures, and the cost per text over the Sina texts
+beside the SpotSigs decision's; :func:`held_out` scores the shipped setting alone, for the eval's floors.
 """
 
 from __future__ import annotations
