@@ -59,9 +59,9 @@ from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
 from datetime import datetime, timezone
 from os.path import commonprefix
+from typing import NamedTuple
 
 import numpy as np
 
@@ -253,7 +253,8 @@ class ReuseIndex:
     """The stored stories' fingerprints, and the passages a new text shares with them.
 
     ``text_of(story_id)`` gives a stored story's text back when a text shares seeds with it (a crawl reads it
-    from its store); without it the index keeps each added text itself.  Parameters: see the module.
+    from its store); without it the index keeps each added text normalised, with a compact map of its raw
+    offsets.  Parameters: see the module; :class:`ReuseTracker` is the interface a crawl calls.
     """
 
     def __init__(self, *, k: int = K, w: int = W, min_chars: int = MIN_CHARS, min_passage: int = MIN_PASSAGE,
@@ -638,6 +639,11 @@ class ReuseTracker:
     * at *start-up*, :meth:`restore` with the stored stories of the window (the cluster centres with their
       texts and times, as the exact and near-duplicate stages rebuild theirs): a restart then finds reuse of
       the stories stored before it.
+
+    Storing a record: one row a relation, ``reuses(article_id, source_id, chars, fraction, source_fraction,
+    passages)`` with ``passages`` the JSON list of :meth:`Reuse.as_record` (raw offsets into both stories' stored
+    texts: the text given here must be the text stored), primary key ``(article_id, source_id)`` (applying a story
+    twice writes the same row) and an index on ``source_id`` (a story's "quoted by").
 
     ``retention_days``: a story is forgotten once it is older than that, counted back from the newest time
     :meth:`process` was given (the crawl's clock is its pages' fetch times; a page fetched out of order does
