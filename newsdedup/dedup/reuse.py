@@ -71,7 +71,7 @@ __all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "qualify", "winnow"
 
 #: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
 K = 8
-W = 12
+W = 16
 MIN_CHARS = 80
 MIN_PASSAGE = 60
 MIN_FRACTION = 0.08

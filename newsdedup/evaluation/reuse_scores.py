@@ -204,12 +204,12 @@ def suggest(rows: Sequence[Mapping], *, min_precision: float = MIN_PRECISION, mi
             ) -> tuple[Mapping, bool]:
     """The row the tune half suggests, and whether it meets both aims there: the highest tune F1 among the rows
     with tune precision at least ``min_precision`` and recall at least ``min_recall`` (ties: the higher
-    precision, then the stricter bar and the cheaper index), else the highest tune F1 of all.  Only tune
-    figures are read."""
+    precision, then the stricter bar, then the larger window and k-gram: fewer fingerprints, fewer chance
+    seeds), else the highest tune F1 of all.  Only tune figures are read."""
     def key(row: Mapping) -> tuple:
         p, tune = row["params"], row["tune"]
         return (round(scoring.f1(tune["precision"], tune["recall"]), 4), tune["precision"], p.min_fraction,
-                p.min_passage, p.min_chars, p.w, -p.k, -p.max_sources)
+                p.min_passage, p.min_chars, p.w, p.k, -p.max_sources)
 
     enough = [row for row in rows if row["tune"]["precision"] >= min_precision and row["tune"]["recall"] >= min_recall]
     if enough:
