@@ -650,10 +650,11 @@ class ReuseTracker:
     not move the window back); None keeps every story.  The settings go to :class:`ReuseIndex` (``text_of``
     there lets a crawl read source texts back from its store instead of holding them in memory).
 
-    Cost (:func:`newsdedup.evaluation.reuse_scores.cost`): 2.4 ms of CPU a story over the 9,054 Sina texts in
-    their order, beside 2.9 ms for the SpotSigs decision in the same run (a page of the crawl benchmark costs
-    27-31 ms in all); restoring costs 0.4 ms a story.  Memory: 16 bytes a fingerprint posting (about 2 / 13 of
-    a story's characters, ~200 a Sina story) and, unless ``text_of``, each story's normalised text.
+    Cost (:func:`newsdedup.evaluation.reuse_scores.cost`, the 9,054 Sina texts in their order): about four
+    fifths of the SpotSigs decision's CPU in the same run (3.0 against 3.9 ms a story on a shared, loaded
+    machine; SpotSigs takes 3.3 ms on a quiet one, a page of the crawl benchmark 27-31 ms in all); restoring
+    costs about 0.4 ms a story.  Memory: 16 bytes a fingerprint posting (about 2 / 17 of a story's characters,
+    ~160 a Sina story) and, unless ``text_of``, each story's normalised text.
 
     >>> tracker = ReuseTracker(retention_days=7)
     >>> report = "国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。" * 2
