@@ -52,6 +52,8 @@ KNOWN_METRICS = {
     "real_pairs.default.test.precision",
     "real_pairs.default.test.precision_without_reuse",
     "real_pairs.default.test.recall",
+    "reuse.test.precision",
+    "reuse.test.recall",
 }
 
 FLOORS_TEXT = """\

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import random
 from datetime import datetime, timezone
 
 import pytest
 
-from newsdedup.dedup.reuse import ReuseIndex, winnow
+from newsdedup.dedup.reuse import Reuse, ReuseIndex, ReuseTracker, winnow
 from newsdedup.text.normalize import exact_form, exact_form_with_offsets, normalize_text
 
-# Measured 2026-11-27 with the shipped setting (k 8, w 12, 80 characters, 4 sources): test P 0.846, R 0.786.
-TEST_PRECISION_FLOOR = 0.82
-TEST_RECALL_FLOOR = 0.75
+# Measured 2026-11-27 with the shipped setting (k 8, w 16, 80 characters in passages of 60 or more, 8% of one text,
+# 16 sources): test P 0.948 (55 found, 3 FP), R 0.982; tune P 0.927, R 0.955.  (Before the passage and fraction
+# bars, with w 12 and 4 sources: test P 0.846, R 0.786.)  The issue's acceptance: P >= 0.9, R >= 0.8.
+TEST_PRECISION_FLOOR = 0.90
+TEST_RECALL_FLOOR = 0.94
 
 # A report of four paragraphs, and a commentary that quotes its second to fourth paragraphs (with a line break
 # and spaces inside the quote, as a page's layout gives) between text of its own.
@@ -110,15 +114,64 @@ def test_unrelated_and_same_event_texts_reuse_nothing():
 def test_a_shared_passage_under_the_bar_is_not_reuse():
     one_sentence = "专家说：" + REPORT_PARAGRAPHS[0][17:57] + "这是好消息。" + UNRELATED
     assert index_with(("report", REPORT)).find(one_sentence) == []
-    assert index_with(("report", REPORT), min_chars=30).find(one_sentence) != []
+    assert index_with(("report", REPORT), min_chars=30, min_passage=30).find(one_sentence) != []
 
 
 def test_text_many_stories_hold_seeds_nothing():
     footer = "本文来源于新华网，版权归原作者所有。如有侵权请联系删除，转载请注明出处，谢谢合作。责任编辑：张三 李四 王五。"
     stories = [(f"s{n}", f"第{n}篇不同的报道，讲的是第{n}件事情，与其他报道无关。" * 3 + footer) for n in range(6)]
     page = UNRELATED + footer
-    assert [r.source for r in index_with(*stories[:1], min_chars=30).find(page)] == ["s0"]
-    assert index_with(*stories, min_chars=30, max_sources=4).find(page) == []
+    assert [r.source for r in index_with(*stories[:1], min_chars=30, min_passage=30).find(page)] == ["s0"]
+    assert index_with(*stories, min_chars=30, min_passage=30, max_sources=4).find(page) == []
+
+
+# A clause of mandated wording (~110 characters), as admission brochures or exam notices all carry it.
+CLAUSE = ("对在研究生招生考试中有违反考试管理规定和考场纪律，影响考试公平、公正行为的考生，一律按《国家教育考试违规处理办法》"
+          "严肃处理，并将考生的有关情况记入国家教育考试诚信档案，通报其所在学校或单位。")
+
+
+def long_notice(n: int) -> str:
+    """A long notice (2,000 characters of its own, drawn at random: nothing shared with another) around the clause."""
+    rng = random.Random(n)
+    own = "".join(chr(rng.randrange(0x4E00, 0x9FA5)) + ("。" if i % 30 == 29 else "") for i in range(2000))
+    return own[: len(own) // 2] + CLAUSE + own[len(own) // 2 :]
+
+
+def test_a_clause_two_long_notices_share_is_a_form_not_a_reuse():
+    """The clause is over the bar in characters but a few percent of each notice: not reported; the same clause
+    quoted in a short item is a good share of that item, and is."""
+    index = index_with(("notice-1", long_notice(1)))
+    clause_chars = len("".join(CLAUSE.split()))
+    assert clause_chars >= 80
+    assert index.find(long_notice(2)) == []
+    short = "记者从省考试院获悉：" + CLAUSE + "考试院提醒考生诚信应考。"
+    [reuse] = index.find(short)
+    assert reuse.source == "notice-1" and reuse.chars == clause_chars and reuse.fraction >= 0.5
+    assert reuse.source_fraction < 0.08
+    # with the fraction bar off the notices share the clause
+    assert [r.chars for r in index_with(("notice-1", long_notice(1)), min_fraction=0).find(long_notice(2))] == [
+        clause_chars]
+
+
+def test_passages_shorter_than_the_minimum_do_not_count():
+    """Three fragments of 54 characters each, far apart (over the bar together, each under the minimum)."""
+    fragments = [paragraph[:54] for paragraph in REPORT_PARAGRAPHS[1:]]
+    page = "评论：" + "".join(f + "。" + UNRELATED[i * 60:(i + 1) * 60] for i, f in enumerate(fragments))
+    assert index_with(("report", REPORT)).find(page) == []
+    [reuse] = index_with(("report", REPORT), min_passage=50).find(page)
+    # each fragment found where it is (a passage may run on by the "。" beside it, which both texts have there)
+    for passage, fragment in zip(reuse.passages, fragments):
+        assert fragment in page[passage.start:passage.start + passage.length]
+        assert len(fragment) <= passage.chars <= len(fragment) + 1 < 60
+
+
+def test_a_passage_quoted_twice_counts_once():
+    twice = COMMENT_OWN_START + QUOTED + "\n重复一遍：\n" + QUOTED + COMMENT_OWN_END
+    [reuse] = index_with(("report", REPORT)).find(twice)
+    quoted_chars = len("".join(QUOTED.split()))
+    assert reuse.chars == quoted_chars and len(reuse.passages) == 1
+    assert reuse.source_chars == len(exact_form(normalize_text(REPORT))) and reuse.source_fraction <= 1
+    assert reuse.text_chars == len(exact_form(normalize_text(twice)))
 
 
 def test_expiry_and_removal_forget_stories():
@@ -132,6 +185,16 @@ def test_expiry_and_removal_forget_stories():
     assert index.find(COMMENT) == []
 
 
+def test_stories_too_short_to_fingerprint_and_emptied_segments_are_harmless():
+    index = index_with(("tiny", "短讯。"), ("report", REPORT), ("empty", ""))
+    assert [r.source for r in index.find(COMMENT)] == ["report"] and "tiny" in index
+    assert index.find("短讯。") == []
+    for story_id in ("tiny", "report", "empty"):
+        index.remove(story_id)
+    index.add("again", UNRELATED)  # merges into what the removals left
+    assert index.find(COMMENT) == [] and len(index) == 1
+
+
 def test_removed_postings_go_when_segments_merge():
     index = ReuseIndex(max_sources=16)  # ten copies stay under the boilerplate cut
     for n in range(40):
@@ -142,16 +205,28 @@ def test_removed_postings_go_when_segments_merge():
     assert {r.source for r in index.find(COMMENT)} == {f"s{n}" for n in range(30, 40)}
 
 
-def test_a_source_read_back_through_text_of():
-    store = {"report": REPORT}
-    index = ReuseIndex(text_of=store.__getitem__)
-    index.add("report", REPORT)
-    assert [r.source for r in index.find(COMMENT)] == ["report"]
+def test_a_source_read_back_through_text_of_gives_the_same_records():
+    """The index keeps each story's normalised text with a compact map of raw offsets; a crawl may instead read
+    the source back from its store (text_of).  Both place the passages at the same raw offsets, also in a source
+    whose layout the normalisation changes (spaces, line breaks, full-width letters, an ellipsis)."""
+    laid_out = "　　" + REPORT.replace("，", " ， ").replace("。", "。\n\n  ").replace("十月份", "１０月份…")
+    quoted = laid_out[40:].rstrip()  # from the middle of the first paragraph to the end
+    quoting = "评论：" + quoted + UNRELATED
+    store = {"report": laid_out}
+    kept, read_back = ReuseIndex(), ReuseIndex(text_of=store.__getitem__)
+    for index in (kept, read_back):
+        index.add("report", laid_out)
+    [reuse] = kept.find(quoting)
+    assert read_back.find(quoting) == [reuse]
+    [passage] = reuse.passages
+    assert passage.quoting(laid_out) == passage.quoted(quoting) == quoted
 
 
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="must be >= 1"):
         ReuseIndex(k=0)
+    with pytest.raises(ValueError, match="min_fraction in"):
+        ReuseIndex(min_fraction=1.5)
     with pytest.raises(ValueError, match="k and w"):
         winnow("新闻", k=0)
 
@@ -159,10 +234,116 @@ def test_bad_parameters_are_refused():
 @pytest.mark.shared_data
 def test_reuse_on_the_held_out_half_of_the_real_pairs_stays_above_its_floors(shared_data):
     """The shipped setting on the labelled real pairs (index every text, query b): precision and recall of the
-    reuse pairs on the test half, measured at the floors' values plus a margin (see the report)."""
-    from newsdedup.evaluation.reuse_scores import K, MAX_SOURCES, MIN_CHARS, W, evaluate_reuse
+    reuse pairs on the test half, with the tune half's beside them (held_out, what the eval's floors check)."""
+    from newsdedup.evaluation.reuse_scores import held_out
 
-    rows = evaluate_reuse(shared_data, ks=(K,), ws=(W,), min_chars=(MIN_CHARS,), max_sources=(MAX_SOURCES,),
-                          merged={})
-    test = rows[0]["test"]
-    assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, test
+    from newsdedup.evaluation.floors import check_floors, load_floors
+    from newsdedup.evaluation.suite import format_markdown, format_summary
+
+    result = held_out(shared_data)
+    test = result["test"]
+    assert test["precision"] >= TEST_PRECISION_FLOOR and test["recall"] >= TEST_RECALL_FLOOR, result
+    assert result["tune"]["reuse_pairs"] + test["reuse_pairs"] == 123
+    # as the eval's pairs stage writes it: the quality floors find their figures, the report and summary show them
+    results = {"meta": {"data": str(shared_data), "seed": 1, "python": "3", "cpus": 1, "started": "now",
+                        "seconds": {}}, "reuse": result}
+    checks = [c for c in check_floors(results, load_floors()) if c.metric.startswith("reuse.")]
+    assert [(c.metric, c.passed) for c in checks] == [("reuse.test.precision", True), ("reuse.test.recall", True)]
+    line = f"test P {test['precision']:.3f} R {test['recall']:.3f}"
+    assert line in format_summary(results) and line in format_markdown(results)
+
+
+# ----------------------------------------------------------------------------- the crawl's interface
+
+
+def day(n: int, hour: int = 8) -> str:
+    """A fetch time as the store writes it (UTC, ISO 8601)."""
+    return datetime(2026, 11, n, hour, tzinfo=timezone.utc).isoformat()
+
+
+def test_the_tracker_returns_a_new_storys_records_then_indexes_it():
+    tracker = ReuseTracker(retention_days=30)
+    assert tracker.process(101, REPORT, day(1)) == []
+    assert tracker.process(102, UNRELATED, day(1, 9)) == []
+    [reuse] = tracker.process(103, COMMENT, day(2))
+    assert reuse.source == 101 and reuse.chars == len("".join(QUOTED.split()))
+    [passage] = reuse.passages
+    assert passage.quoted(COMMENT) == QUOTED and passage.quoting(REPORT) == "\n".join(REPORT_PARAGRAPHS[1:])
+    assert 103 in tracker and len(tracker) == 3
+    # the same story applied again (a distributed crawl's next writer): the same records, indexed once
+    assert tracker.process(103, COMMENT, day(2)) == [reuse] and len(tracker) == 3
+    # a later story repeating the commentary finds it too (it was indexed), beside the report
+    assert [r.source for r in tracker.process(104, COMMENT + "补充一句。", day(3))] == [103, 101]
+
+
+def test_the_tracker_forgets_stories_past_the_retention_window():
+    tracker = ReuseTracker(retention_days=7)
+    tracker.process("report", REPORT, day(1))
+    assert [r.source for r in tracker.process("comment-1", COMMENT, day(7))] == ["report"]
+    # a page fetched out of order (older) does not move the window back, nor is it indexed when already out
+    tracker.process("late", "迟到的页面：" + UNRELATED, day(1, 6))
+    assert "late" in tracker
+    tracker.process("comment-2", COMMENT, day(9))
+    assert "report" not in tracker and "late" not in tracker  # day 1 is before day 9 - 7 days
+    assert {r.source for r in tracker.process("comment-3", COMMENT, day(10))} == {"comment-1", "comment-2"}
+    tracker.process("old", REPORT, day(1))  # older than the window when it arrives: looked up, not indexed
+    assert "old" not in tracker
+
+
+def test_a_copy_keeps_its_story_in_the_window():
+    tracker = ReuseTracker(retention_days=7)
+    tracker.process("report", REPORT, day(1))
+    tracker.process("school", UNRELATED, day(1))
+    assert tracker.touch("report", day(6)) and not tracker.touch("unknown", day(6))
+    assert [r.source for r in tracker.process("comment", COMMENT, day(12))] == ["report"]
+    assert "school" not in tracker
+    assert tracker.forget("report") and not tracker.forget("report")
+
+
+def test_a_restart_restores_the_window_without_records():
+    tracker = ReuseTracker(retention_days=7)
+    stored = [(1, REPORT, day(10)), (2, UNRELATED, day(1)), (3, SAME_EVENT, day(11))]
+    assert tracker.restore(stored) == 2  # story 2 is older than the window
+    assert 1 in tracker and 2 not in tracker and 3 in tracker
+    assert [r.source for r in tracker.process(4, COMMENT, day(12))] == [1]
+
+
+def test_records_survive_json():
+    tracker = ReuseTracker()
+    tracker.process("report", REPORT, day(1))
+    [reuse] = tracker.process("comment", COMMENT, day(2))
+    record = json.loads(json.dumps(reuse.as_record(), ensure_ascii=False))
+    assert set(record) == {"source", "chars", "fraction", "source_fraction", "text_chars", "source_chars",
+                           "passages"}
+    assert Reuse.from_record(record) == reuse
+
+
+def test_the_tracker_refuses_bad_input_with_the_fix():
+    with pytest.raises(ValueError, match="retention_days must be > 0"):
+        ReuseTracker(retention_days=0)
+    tracker = ReuseTracker(retention_days=1)
+    with pytest.raises(ValueError, match="needs a time"):
+        tracker.process("a", REPORT, None)
+    with pytest.raises(ValueError, match="ISO 8601"):
+        tracker.process("a", REPORT, "yesterday")
+    with pytest.raises(ValueError, match="decode bytes first"):
+        tracker.process("a", REPORT.encode(), day(1))
+    assert len(tracker) == 0
+
+
+def test_the_tune_half_alone_suggests_the_setting():
+    """The highest tune F1 among settings meeting both aims on the tune half; the test half is never read."""
+    from newsdedup.evaluation.reuse_scores import ReuseSetting, suggest
+
+    def row(bar: int, tune: tuple[float, float], test: tuple[float, float]) -> dict:
+        return {"setting": str(bar), "params": ReuseSetting(min_chars=bar),
+                "tune": {"precision": tune[0], "recall": tune[1]}, "test": {"precision": test[0], "recall": test[1]}}
+
+    rows = [row(60, (0.85, 1.0), (1.0, 1.0)),  # best F1, but under the precision aim on tune
+            row(80, (0.91, 0.95), (0.80, 0.80)),
+            row(100, (0.95, 0.82), (1.0, 1.0)),
+            row(120, (1.0, 0.70), (1.0, 1.0))]  # under the recall aim
+    chosen, meets = suggest(rows)
+    assert chosen["setting"] == "80" and meets
+    chosen, meets = suggest(rows[:1] + rows[3:])  # none meets both: the highest tune F1 of all
+    assert chosen["setting"] == "60" and not meets

@@ -154,7 +154,10 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
             elif stage == "pairs":
                 from newsdedup.evaluation.real_pair_scores import stage_results
 
+                from newsdedup.evaluation.reuse_scores import held_out
+
                 results["real_pairs"] = stage_results(data_dir)
+                results["reuse"] = held_out(data_dir)
             else:
                 from newsdedup.evaluation.experiments import run_paper_experiments
 
@@ -233,6 +236,10 @@ def format_markdown(results: Mapping) -> str:
         from newsdedup.evaluation.real_pair_scores import markdown as pairs_markdown
 
         lines += pairs_markdown(pairs)
+    if reuse := results.get("reuse"):
+        from newsdedup.evaluation.reuse_scores import summary_lines as reuse_lines
+
+        lines += ["### Passage reuse on the real labelled pairs", "", *reuse_lines(reuse), ""]
     if experiments := results.get("experiments"):
         from newsdedup.evaluation.experiments import format_markdown as experiments_markdown
 
@@ -265,6 +272,10 @@ def format_summary(results: Mapping) -> str:
         from newsdedup.evaluation.real_pair_scores import summary_lines
 
         lines += ["real labelled pairs:", *summary_lines(pairs)]
+    if reuse := results.get("reuse"):
+        from newsdedup.evaluation.reuse_scores import summary_lines as reuse_lines
+
+        lines += reuse_lines(reuse)
     if experiments := results.get("experiments"):
         lines.append("papers' experiments: " + ", ".join(experiments["plots"]))
     return "\n".join([*lines, f"seconds: {results['meta'].get('seconds')}"])
