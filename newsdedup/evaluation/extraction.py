@@ -260,7 +260,8 @@ def _two_fold_templates(pages: Sequence[GoldPage], first: dict[str, dict]) -> di
             template = SiteTemplate()
             for n, page in enumerate(portal_pages):
                 if n % 2 != fold:
-                    template.learn(first[page.name]["lines"], first[page.name]["body"])
+                    reading = first[page.name]
+                    template.learn(reading["lines"], reading["body"], title=reading["title"], texts=(reading["text"],))
             templates.update({page.name: template for n, page in enumerate(portal_pages) if n % 2 == fold})
     return templates
 
