@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from newsdedup.demo.server import Response
 from newsdedup.extract.related import normalize_heading
 from newsdedup.extract.template import FOREIGN_HEADLINE_SHARE, SiteTemplate, headline_share, line_hash, speaks_of_headline
-from test_site_templates import BRIEFS, _crawl, _stat
+from test_site_templates import BRIEFS, MORE, _crawl, _stat
 
 # A membership overlay, written for these tests: about 190 characters of prose, more than any brief beside it.
 OVERLAY = ("开通会员钱包，畅读全站付费内容：首次充值满五十元赠送二十元阅读券，连续包月每月仅需十五元，可随时取消。"
@@ -129,3 +129,18 @@ def test_headlines_and_bodies_read_survive_a_save_and_an_old_template_still_load
     old = b"NDT2" + struct.pack("<III", 100, 3, 1) + struct.pack("<II", 1, 0) + struct.pack("<Q", 7) + b"[]"
     loaded = SiteTemplate.from_bytes(old)
     assert loaded.pages == 1 and loaded.failure(BRIEFS[1][0], OVERLAY) is None
+
+
+def test_a_roundup_of_the_sites_stories_and_a_quoted_paragraph_are_no_failure():
+    # Each of three pages tells one story; a roundup page carries a paragraph of each under a headline of its own,
+    # and a market report quotes one of them beside its own text: passage reuse, for the reuse stage, not template.
+    site = SiteTemplate()
+    stories = [(title, text + more) for (title, text), more in zip(BRIEFS[3:6], MORE[3:6])]
+    for title, text in stories:
+        site.learn([line_hash(text)], [line_hash(text)], title=title, texts=[text])
+    roundup = "\n".join(text for _, text in stories)
+    assert site.failure("本周城市生活要闻回顾", roundup) is None
+    report = f"{BRIEFS[8][1]}{MORE[8]}\n{stories[0][1]}\n{BRIEFS[9][1]}{MORE[9]}"
+    assert site.failure(BRIEFS[8][0], report) is None
+    # One page showing most of the body under an unrelated headline is one: the overlay case.
+    assert site.failure("本周城市生活要闻回顾", f"{stories[0][1]}\n{BRIEFS[9][1]}") is not None
