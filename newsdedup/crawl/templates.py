@@ -46,11 +46,13 @@ class SiteTemplates:
             self.share.catch_up(site, template)  # what the run's other processes' pages taught
         return template
 
-    def learn(self, site: str, template: SiteTemplate, lines, body, *, held: bool = False):
-        """``template.learn(lines, body)``, shared with the run's other processes during the site's warm-up;
-        ``held``: a held page's first reading, taken back with :meth:`forget` when the page is read again."""
+    def learn(self, site: str, template: SiteTemplate, lines, body, *, held: bool = False, title: str | None = None,
+              texts=()):
+        """``template.learn(...)``, its block counts shared with the run's other processes during the site's
+        warm-up; ``held``: a held page's first reading, taken back with :meth:`forget` when the page is read again.
+        ``title`` and ``texts`` (for the repeated-body check) stay with this process's template."""
         shared = self.share is not None and template.pages < SHARED_PAGES
-        page = template.learn(lines, body)
+        page = template.learn(lines, body, title=title, texts=texts)
         if shared:
             self.share.learned(site, page, held=held)
         return page

@@ -122,6 +122,9 @@ _SHORT_ITEM = 80
 # The block after the headline must hold this much prose to be the body (shorter: a caption, a notice, and
 # the next block is tried). The least a news brief holds.
 _MIN_ANCHORED_PROSE = 40
+# A block with at least this share of its prose in summary lines under headline links is a card (a teaser).
+_TEASER_SHARE = 0.8
+_MAX_CARD_CHARS = 250  # a card's headline and summary (summaries run to 150 characters)
 # Text a reader could see: script and style bodies and <noscript> notices are not content.
 _VISIBLE_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style) and not(ancestor::noscript)]"
 _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
@@ -695,6 +698,11 @@ def _read(
     # card's summary under its headline link (xmu cjw: a "最新推荐" column of eight cards, whose summaries trafilatura
     # printed without their links, outweighed a one-paragraph article and was appended to it).
     known = set(known) | {normalize_heading(el.text_content()) for item in root.iter("li", "dd", "dt") for el in item.iter()}
+    # So is a block that is mostly the summary under a headline link (a related list of cards outside <li>: a
+    # heading link and a teaser paragraph a card), which trafilatura prints without the link: counted as article
+    # text, a long related list outweighed a short article beside it and the whole page was read.
+    teasers = _teasers(root)
+    known |= teasers
     article = 0
     after_link = False
     for line in whole.splitlines():
@@ -704,7 +712,27 @@ def _read(
         if norm not in have and not linked and not after_link and _is_prose_line(line):
             article += len(norm) if line_hash(line, title) not in known else 0
         after_link = linked
-    return whole if article > len(normalize_heading(part)) else part
+    if article <= len(normalize_heading(part)):
+        return part
+    # The article goes on outside the located block (a paragraph beside it), and so may a related list of cards
+    # inside the same container: its teasers, and the headline links standing next to them, are no article text.
+    lines = whole.splitlines()
+    norms = [normalize_heading(line) for line in lines]
+    teaser = [norm in teasers for norm in norms]
+    return "\n".join(line for n, line in enumerate(lines) if not teaser[n] and not (
+        norms[n] in known and any(teaser[m] for m in (n - 1, n + 1) if 0 <= m < len(lines))))
+
+
+def _teasers(root: HtmlElement) -> set[str]:
+    """The normalized texts of a list of cards: :data:`_LIST_ITEMS` or more blocks, each a headline link and the summary
+    under it (:attr:`~newsdedup.extract.related.TextStats.summary` most of its prose) and short, with every block they
+    hold. A single such block is no list (the article's first paragraph under a breadcrumb link reads as a summary)."""
+    stats = measure(root)
+    cards = [el for el, s in stats.items() if s.links and s.summary and s.summary >= _TEASER_SHARE * s.prose
+             and s.text <= _MAX_CARD_CHARS and el.tag not in ("html", "body")]
+    if len(cards) < _LIST_ITEMS:
+        return set()
+    return {normalize_heading(el.text_content()) for card in cards for el in card.iter() if isinstance(el.tag, str)}
 
 
 def _visible_text_length(root: HtmlElement) -> int:

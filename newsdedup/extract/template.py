@@ -17,7 +17,10 @@ disclaimers come back on page after page, while the article text differs from pa
   leftover of another article in the shell; :func:`speaks_of_headline`). Such text is not the page's article
   (a paragraph other pages print in their articles that does speak of it is: a series' introduction); the page
   is re-extracted without it (:meth:`~SiteTemplate.retry_boilerplate`) rather than let it join unrelated
-  stories into one cluster. :meth:`SiteTemplate.check` runs the whole judgement (failure, retry, :meth:`~SiteTemplate.settle`):
+  stories into one cluster. So is a body that repeats another page's body of the site exactly, under a headline
+  unrelated to that page's (:meth:`SiteTemplate.repeat_of`): a site-wide overlay (a wallet or payment notice, a login
+  box) taken for the article of pages whose own text is short or rendered by script. Two pages tell it, so it is
+  caught from a site's second page on, before the template knows any block. :meth:`SiteTemplate.check` runs the whole judgement (failure, retry, :meth:`~SiteTemplate.settle`):
   the crawl and the evaluation both call it, so the evaluation's figures are what a crawl stores.
 
 The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site's state between runs.
@@ -39,6 +42,7 @@ The template is plain data (:meth:`~SiteTemplate.to_bytes`), kept with the site'
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import json
@@ -122,7 +126,8 @@ _BLOCK_TAGS = frozenset(
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title"})
 _SENTENCE_PUNCT = re.compile(r"[，。！？；：、,.!?;]")
 _MIN_PROSE = 10  # a text run this long with sentence punctuation is prose (as in related.py)
-_MAGIC = b"NDT2"  # the layout of the saved bytes
+_MAGIC = b"NDT3"  # the layout of the saved bytes (NDT2: no headlines and body texts; still read)
+_OLD_MAGIC = b"NDT2"
 
 
 def line_hash(text: str, title: str | None = None) -> int | None:
@@ -302,9 +307,14 @@ class TemplateFailure:
     template_pages: int = 0  # ...outside those pages' own bodies (where it is template, not an article)
     foreign: bool = False  # the recurring text does not share the page's headline: another article's text
     introduction: frozenset[int] = frozenset()  # the series' introduction the body opens with (a retry keeps it)
+    repeat_of: str | None = None  # the body repeats the body of another page of the site, titled so, exactly
+    repeated: frozenset[int] = frozenset()  # ...and these blocks carry it (a retry strips them)
 
     @property
     def reason(self) -> str:
+        if self.repeat_of is not None:
+            what = "the body repeats" if self.share >= 1 else f"{self.share:.0%} of the body repeats"
+            return f"{what} text of another page of the site under an unrelated headline ({self.repeat_of!r}; {self.pages} page(s))"
         unlike = ", unlike the headline" if self.foreign else ""
         return f"{self.share:.0%} of the body recurs on other pages of the site (up to {self.pages} of them){unlike}"
 
@@ -335,6 +345,8 @@ class SiteTemplate:
         self.window = window
         self.min_pages = min_pages
         self._pages: collections.deque[tuple[array, array]] = collections.deque()  # blocks outside, inside the body
+        # Aligned with _pages: each page's headline and the hashes of the bodies read on it (exact repeats).
+        self._said: collections.deque[tuple[str, frozenset[int]]] = collections.deque()
         self._count: collections.Counter[int] = collections.Counter()  # pages showing the block
         self._outside: collections.Counter[int] = collections.Counter()  # ...outside their body
         self._known: set[int] = set()
@@ -348,15 +360,20 @@ class SiteTemplate:
         """Pages the template has seen, at most ``window``."""
         return len(self._pages)
 
-    def learn(self, lines: Iterable[int], body: Iterable[int] = ()) -> tuple[array, array]:
+    def learn(
+        self, lines: Iterable[int], body: Iterable[int] = (), *, title: str | None = None, texts: Iterable[str] = ()
+    ) -> tuple[array, array]:
         """Count one page's block hashes (``body``: those inside its article); return what was counted, for
-        :meth:`forget`."""
+        :meth:`forget`. ``title`` and ``texts`` (the bodies read on the page: the one kept, and one a template
+        failure replaced) are what :meth:`repeat_of` compares the site's next pages with."""
         lines, body = set(lines), set(body)
         page = (array("Q", sorted(lines - body)), array("Q", sorted(lines & body)))
         self._pages.append(page)
+        self._said.append((title or "", frozenset(h for text in texts if (h := _text_hash(text)) is not None)))
         self._add(page, +1)
         if len(self._pages) > self.window:
             self._add(self._pages.popleft(), -1)
+            self._said.popleft()
         return page
 
     def forget(self, page: tuple[array, array]) -> None:
@@ -365,6 +382,7 @@ class SiteTemplate:
         for n, seen in enumerate(self._pages):
             if seen is page:
                 del self._pages[n]
+                del self._said[n]
                 self._add(page, -1)
                 return
 
@@ -442,7 +460,8 @@ class SiteTemplate:
         carry it: on fewer it is a story the site printed twice (an exact or edited reprint, for the dedup stages,
         whose text a retry would cut down to the edits), while a hot list taken for the article sits on every
         page. A reprint keeps its story's headline; the leftover text of a shell beside the page's own article
-        does not.
+        does not. Failing those, text one other page of the site shows under an unrelated headline
+        (:meth:`repeat_of`).
         """
         total = shared = most = most_outside = 0
         recurring: dict[int, str] = {}  # shared lines and paragraphs on min_pages pages with this one
@@ -480,7 +499,59 @@ class SiteTemplate:
             return TemplateFailure(shared / total, most, most_outside, foreign, introduction)
         if foreign:
             return TemplateFailure(len(text_of_others) / total, most, most_outside, foreign, introduction)
-        return None
+        # Too few pages carry it for the rules above (a site's first pages, the one other page it repeats).
+        return self.repeat_of(title, text)
+
+    def repeat_of(self, title: str | None, text: str) -> TemplateFailure | None:
+        """A :class:`TemplateFailure` when ``text``, the body of a page titled ``title``, repeats what another page of
+        the site whose headline is unrelated to this one (neither headline holds :data:`FOREIGN_HEADLINE_SHARE` of the
+        other's bigrams) showed: its whole body exactly (letters and digits), unless the text speaks of both
+        headlines (:func:`speaks_of_headline`); or paragraphs of :data:`PARAGRAPH_CHARS` or more that one such page
+        shows, together :data:`FOREIGN_MIN_CHARS` or more and :data:`FAILURE_SHARE` of the body, that do not speak of
+        this page's headline. A site-wide overlay (a wallet or
+        payment notice, a login box) taken for the article, or read into it beside a short one, is such text; it
+        would make the pages exact or near repeats of each other, one story. One other page tells it, so it is
+        caught before the template has seen :attr:`min_pages` pages. An article the site prints again keeps a
+        headline like its own, or speaks of both: the dedup stages' business, not the template's. No headline,
+        nothing to tell it by: None."""
+        whole = _text_hash(text)
+        if whole is None or not title or not self._said:
+            return None
+        unrelated = functools.cache(lambda n: bool(self._said[n][0]) and _unrelated_headlines(title, self._said[n][0]))
+        matches = [n for n, (_, texts) in enumerate(self._said) if whole in texts and unrelated(n)]
+        norm = normalize_heading(text)
+        if matches and not all(speaks_of_headline(t, norm) for t in (title, self._said[matches[0]][0])):
+            # The blocks that carry it: the body's lines, and every block of the pages it repeats (a body of <br>
+            # lines is one block on the page; a page re-extracted since shows the repeated text outside its body).
+            repeated = {h for line in text.splitlines() for h in normalized_line_hashes(normalize_heading(line), title)}
+            for n in matches:
+                repeated.update(self._pages[n][0])
+                repeated.update(self._pages[n][1])
+            return TemplateFailure(1.0, len(matches), foreign=True, repeat_of=self._said[matches[0]][0],
+                                   repeated=frozenset(repeated))
+        # Paragraphs another page shows: its blocks are sorted arrays, searched only for what the site has seen.
+        shown: dict[int, dict[str, tuple[int, ...]]] = collections.defaultdict(dict)  # page -> paragraphs -> hashes
+        for line in text.splitlines():
+            line_norm = normalize_heading(line)
+            hashes = normalized_line_hashes(line_norm, title) if len(line_norm) >= PARAGRAPH_CHARS else ()
+            if not any(h in self._count for h in hashes):
+                continue  # no page of the window shows it
+            for n, page in enumerate(self._pages):
+                if any(_holds(page[0], h) or _holds(page[1], h) for h in hashes) and unrelated(n):
+                    shown[n][line_norm] = hashes
+        if not shown:
+            return None
+        # One page showing most of the body, as an overlay is shown whole on every page: a roundup of the site's
+        # stories (a forum's talks on one page, xmu sina) takes a part from each, and a market report quoting a
+        # paragraph or two of another story is passage reuse, not template (xmu: 4 such pages of 819, read again
+        # and cut short while the pages' paragraphs were summed).
+        best = max(shown, key=lambda n: sum(map(len, shown[n])))
+        text_of_others = "".join(shown[best])
+        if (len(text_of_others) < max(FOREIGN_MIN_CHARS, FAILURE_SHARE * len(norm))
+                or speaks_of_headline(title, text_of_others)):
+            return None
+        return TemplateFailure(len(text_of_others) / max(1, len(norm)), len(shown), foreign=True,
+                               repeat_of=self._said[best][0], repeated=frozenset(h for hs in shown[best].values() for h in hs))
 
     def _introduction(self, title: str | None, text: str) -> frozenset[int]:
         """The hashes of the paragraphs a series' pages open with: the body's paragraphs, before its first one
@@ -519,7 +590,7 @@ class SiteTemplate:
             outcome = "re-extracted"
         elif own_chars >= _MIN_OWN:
             outcome = "too_short"
-        elif max(failure.template_pages, failure.pages if failure.foreign else 0) >= self.min_pages - 1:
+        elif failure.repeat_of is not None or max(failure.template_pages, failure.pages if failure.foreign else 0) >= self.min_pages - 1:
             outcome = "template_only"
         else:
             return None
@@ -546,7 +617,7 @@ class SiteTemplate:
         if failure is None:
             return None
         # Not the introduction the body opens with (see _introduction): a retry for a hot list keeps it.
-        shared = self.retry_boilerplate() - failure.introduction
+        shared = (self.retry_boilerplate() | failure.repeated) - failure.introduction
         retried, retried_text = await reread(shared, False)
         own = 0
         if retried_text is None:
@@ -558,37 +629,69 @@ class SiteTemplate:
 
     # -- persistence --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """The template as bytes: pages oldest first, then the recorded failures as JSON."""
+        """The template as bytes: pages oldest first (blocks outside and inside the body, the hashes of the bodies
+        read, the headline), then the recorded failures as JSON."""
         parts = [_MAGIC, struct.pack("<III", self.window, self.min_pages, len(self._pages))]
-        for outside, body in self._pages:
-            parts += [struct.pack("<II", len(outside), len(body)), outside.tobytes(), body.tobytes()]
+        for (outside, body), (title, texts) in zip(self._pages, self._said):
+            said, headline = array("Q", sorted(texts)), title.encode("utf-8")
+            parts += [struct.pack("<IIII", len(outside), len(body), len(said), len(headline)),
+                      outside.tobytes(), body.tobytes(), said.tobytes(), headline]
         parts.append(json.dumps(list(self.failures), ensure_ascii=False).encode("utf-8"))
         return b"".join(parts)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SiteTemplate:
-        """A template saved by :meth:`to_bytes`; ValueError when ``data`` is not one."""
-        if not data.startswith(_MAGIC):
+        """A template saved by :meth:`to_bytes` (or by the release before, without headlines and body texts);
+        ValueError when ``data`` is not one."""
+        if not data.startswith((_MAGIC, _OLD_MAGIC)):
             raise ValueError("not a saved site template (bad magic)")
+        said = data.startswith(_MAGIC)
         try:
             window, min_pages, count = struct.unpack_from("<III", data, 4)
             template = cls(window=window, min_pages=min_pages)
             offset = 16
             for _ in range(count):
-                n_outside, n_body = struct.unpack_from("<II", data, offset)
-                offset += 8
+                if said:
+                    n_outside, n_body, n_said, n_title = struct.unpack_from("<IIII", data, offset)
+                    offset += 16
+                else:
+                    (n_outside, n_body), n_said, n_title = struct.unpack_from("<II", data, offset), 0, 0
+                    offset += 8
                 arrays = []
-                for n in (n_outside, n_body):
+                for n in (n_outside, n_body, n_said):
                     lines = array("Q")
                     lines.frombytes(data[offset : offset + 8 * n])
                     if len(lines) != n:
                         raise ValueError("truncated")
                     offset += 8 * n
                     arrays.append(lines)
+                title = data[offset : offset + n_title].decode("utf-8")
+                if len(title.encode("utf-8")) != n_title:
+                    raise ValueError("truncated")
+                offset += n_title
                 page = (arrays[0], arrays[1])
                 template._pages.append(page)
+                template._said.append((title, frozenset(arrays[2])))
                 template._add(page, +1)
             template.failures.extend(json.loads(data[offset:].decode("utf-8") or "[]"))
         except (struct.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"damaged site template: {exc}") from exc
         return template
+
+
+def _holds(lines: array, h: int) -> bool:
+    """Whether the sorted array ``lines`` holds ``h``."""
+    i = bisect.bisect_left(lines, h)
+    return i < len(lines) and lines[i] == h
+
+
+def _text_hash(text: str) -> int | None:
+    """The hash naming a whole body by its letters and digits (an exact repeat has the same); None for no text."""
+    norm = normalize_heading(text)
+    return hash64(norm) if norm else None
+
+
+def _unrelated_headlines(a: str, b: str) -> bool:
+    """Neither headline holds :data:`FOREIGN_HEADLINE_SHARE` of the other's character bigrams: two stories."""
+    return (headline_share(a, _normalized_title(b)) < FOREIGN_HEADLINE_SHARE
+            and headline_share(b, _normalized_title(a)) < FOREIGN_HEADLINE_SHARE)

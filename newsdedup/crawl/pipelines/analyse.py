@@ -128,7 +128,8 @@ class AnalysePipeline(StagePipeline):
         state = self.state
         article = result.article
         self._first_reading[page.url] = state.templates.learn(page.site, template, article.block_hashes,
-                                                              article.body_hashes, held=True)
+                                                              article.body_hashes, held=True, title=article.title,
+                                                              texts=(article.text,))
         held = self.held.setdefault(page.site, [])
         if not held and template.pages == 1:
             logger.info("site %s: no template yet; its first %d pages are read again once it has seen them",
@@ -230,8 +231,10 @@ class AnalysePipeline(StagePipeline):
         # The template learns the reading that is kept: a re-extracted page shows the hot list or leftover text
         # outside its body, so from MIN_PAGES such pages on the template strips it before the site's next pages are
         # read, and they need no second reading (the first reading taught it as body text, never template).
+        # Both bodies read are remembered: a site's next page repeating the one replaced is a failure too.
         taught = result.article if isinstance(result, PageAnalysis) else article
-        self.state.templates.learn(page.site, template, taught.block_hashes, taught.body_hashes)
+        self.state.templates.learn(page.site, template, taught.block_hashes, taught.body_hashes, title=article.title,
+                                   texts={article.text, taught.text})
         return result
 
     def record_skip(self, page: ArticlePage, skipped: PageSkipped) -> None:
