@@ -527,10 +527,20 @@ class ReuseIndex:
             else:
                 spans.append([q, q + n, s, s + n, n])
         # One stretch of either text counts once (a text repeating a passage offers it twice): the longest wins,
-        # so the alignment is one to one and neither fraction can pass 1.
+        # so the alignment is one to one and neither fraction can pass 1.  A span whose end only reaches into a
+        # longer one is cut back to where that one ends: a block extended over the characters two passages share
+        # at their seam (the full stop before a deleted sentence and the one before the next) overlaps its
+        # neighbour by a character or two, and dropping it lost the whole passage after a deleted sentence.
         taken, source_taken = _Stretches(), _Stretches()
         kept: list[list[int]] = []
         for span in sorted(spans, key=lambda item: -item[4]):
+            left = max(taken.end_over(span[0]) - span[0], source_taken.end_over(span[2]) - span[2])
+            right = max(span[1] - taken.start_before(span[0], span[1]),
+                        span[3] - source_taken.start_before(span[2], span[3]))
+            if left or right:
+                span = [span[0] + left, span[1] - right, span[2] + left, span[3] - right, span[4] - left - right]
+                if span[4] < self.min_block:
+                    continue
             if taken.overlaps(span[0], span[1]) or source_taken.overlaps(span[2], span[3]):
                 continue
             if len(_CJK.findall(form, span[0], span[1])) >= self.min_cjk * (span[1] - span[0]):
@@ -556,6 +566,16 @@ class _Stretches:
     def overlaps(self, start: int, end: int) -> bool:
         at = bisect_right(self._starts, start)
         return (at > 0 and self._ends[at - 1] > start) or (at < len(self._starts) and self._starts[at] < end)
+
+    def end_over(self, start: int) -> int:
+        """Where the stretch holding ``start`` ends, else ``start``."""
+        at = bisect_right(self._starts, start)
+        return self._ends[at - 1] if at > 0 and self._ends[at - 1] > start else start
+
+    def start_before(self, start: int, end: int) -> int:
+        """Where the first stretch beginning after ``start`` and before ``end`` begins, else ``end``."""
+        at = bisect_right(self._starts, start)
+        return self._starts[at] if at < len(self._starts) and self._starts[at] < end else end
 
     def add(self, start: int, end: int) -> None:
         at = bisect_right(self._starts, start)
