@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from newsdedup.demo.server import DemoPortalServer
 from newsdedup.crawl.sites import default_sites_path, load_sites
+from newsdedup.demo.server import DemoPortalServer
 from newsdedup.storage import open_store
 
 # The console script pip installs beside this Python: what a user types.

@@ -17,9 +17,9 @@ import lxml.html
 import pytest
 from lxml.cssselect import CSSSelector
 
+from newsdedup.crawl.sites import load_sites
 from newsdedup.demo.content import ARTICLE_KINDS, render_site, stories
 from newsdedup.demo.server import DemoPortalServer, load_manifest
-from newsdedup.crawl.sites import load_sites
 
 MANIFEST = load_manifest()
 PAGES = MANIFEST["pages"]

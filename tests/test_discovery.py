@@ -9,10 +9,10 @@ from urllib.parse import urljoin
 
 import pytest
 
+from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites, parse_sites
 from newsdedup.discovery import payloads, sitemaps
 from newsdedup.discovery.listsources import Pager
 from newsdedup.discovery.payloads import SourceError
-from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites, parse_sites
 from newsdedup.storage import open_store
 from newsdedup.storage.sql import SCHEMA_VERSION
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures

@@ -27,10 +27,10 @@ from faultsite import FAST, FaultSite, kill, wait_for
 from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
 from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
+from newsdedup.crawl.items import FetchFailure
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.distributed import wire
-from newsdedup.crawl.items import FetchFailure
 
 
 @pytest.fixture()

@@ -22,8 +22,8 @@ from newsdedup.evaluation.pages import (
     related_block,
     render_page,
 )
-from newsdedup.extract.extractor import SkipPage, extract_article
 from newsdedup.crawl.sites import parse_sites
+from newsdedup.extract.extractor import SkipPage, extract_article
 
 OLD_PARAGRAPHS = (
     "青石镇的老码头在上个月完成了改造，原来堆满杂物的河岸变成了一条两公里长的步行道，镇上的居民傍晚都爱来这里散步。",

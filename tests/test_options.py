@@ -6,11 +6,11 @@ import sqlite3
 import pytest
 from scrapy.settings import Settings
 
-from newsdedup.run import options
 from newsdedup import defaults
 from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.run import options
 from newsdedup.run.options import SettingError
 from newsdedup.storage.base import StoreError
 from newsdedup.storage.sqlite import SCHEMA_VERSION, SQLiteStore

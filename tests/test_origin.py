@@ -9,9 +9,9 @@ import pytest
 
 from local_site import check_store_consistent
 from newsdedup.dedup.status import NEAR_DUPLICATE
-from newsdedup.storage.origin import FETCHED, PUBLISHED, PUBLISHED_DAY, date_of, earliest
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
+from newsdedup.storage.origin import FETCHED, PUBLISHED, PUBLISHED_DAY, date_of, earliest
 from newsdedup.storage.sqlite import SCHEMA_VERSION, SQLiteStore
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 

@@ -21,10 +21,10 @@ from conftest import REPO_ROOT
 from faultsite import kill, wait_for
 from server_fixtures import _unavailable, postgres, redis_server  # noqa: F401 - fixtures
 from test_distributed import export, finish, servers, start_workers, stat  # noqa: F401 - servers: a fixture
-from newsdedup.distributed import wire
+from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
-from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
+from newsdedup.distributed import wire
 from servers import LocalServer, ServerUnavailable, redis_binary
 from newsdedup.crawl.spiders.portal import LISTED_META_KEY
 

@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 
 from local_site import STORY, LocalSite, check_store_consistent, crawl, edited, export_rows
-from newsdedup.run.retention import retention_days
 from newsdedup.run.options import SettingError
+from newsdedup.run.retention import retention_days
 
 FAKETIME = shutil.which("faketime")
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from newsdedup.crawl import analysis
-
-from newsdedup.distributed import wire
 from newsdedup.crawl.analysis import ExtractOptions, PageAnalysis, PageSkipped, analyse_page
+from newsdedup.crawl.items import ArticlePage, FetchFailure
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.demo.content import load_manifest, render_site
-from newsdedup.crawl.items import ArticlePage, FetchFailure
+from newsdedup.distributed import wire
 
 BASE = "http://127.0.0.1:8000"
 

@@ -31,12 +31,10 @@ from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from w3lib.url import canonicalize_url
 
-from newsdedup.run import options
-
-from newsdedup.run import retention
-
-from newsdedup.run import runstats
 from newsdedup.dedup.bloom import BoundedBloomFilter
+from newsdedup.run import options
+from newsdedup.run import retention
+from newsdedup.run import runstats
 from newsdedup.storage import open_store
 
 logger = logging.getLogger(__name__)

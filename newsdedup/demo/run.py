@@ -16,11 +16,11 @@ from scrapy.settings import Settings
 from scrapy.utils.log import configure_logging
 from scrapy.utils.reactor import install_reactor
 
-from newsdedup.run import runstats
-from newsdedup.demo.server import DemoPortalServer
 from newsdedup.crawl.spiders.portal import PortalSpider
-from newsdedup.storage import open_store
+from newsdedup.demo.server import DemoPortalServer
+from newsdedup.run import runstats
 from newsdedup.run.verdict import ExitCode
+from newsdedup.storage import open_store
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 

@@ -30,8 +30,8 @@ from urllib.parse import urljoin
 
 import jmespath
 
-from newsdedup.discovery.listsources import TEMPLATE_FIELD, ListSource
 from newsdedup.clock import CHINA_OFFSET
+from newsdedup.discovery.listsources import TEMPLATE_FIELD, ListSource
 
 # Reasons a source page is counted as failed (besides the download failures: http_404, connection, ...).
 NOT_JSON = "not_json"  # an HTML page (a login or block page) or other text where JSON was expected

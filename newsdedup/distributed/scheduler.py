@@ -28,16 +28,14 @@ from scrapy_redis.scheduler import Scheduler
 from newsdedup.distributed import redis_run
 # DistributedAddon: also under its old path, for settings written before it moved to the dependency-free addons.
 
-from newsdedup.run import options
-
-from newsdedup.run import retention
-
-from newsdedup.run import runstats
-from newsdedup.distributed.addon import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.crawl.dupefilter import KnownArticles, url_key
-from newsdedup.storage import open_store
+from newsdedup.distributed.addon import DistributedAddon, redis_url  # noqa: F401
 from newsdedup.distributed.member import run_of
 from newsdedup.distributed.wire import WireError
+from newsdedup.run import options
+from newsdedup.run import retention
+from newsdedup.run import runstats
+from newsdedup.storage import open_store
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ from datetime import datetime
 from typing import Any
 
 from newsdedup.crawl.analysis import PageAnalysis, PageSkipped
+from newsdedup.crawl.items import ArticlePage, FetchFailure
 from newsdedup.dedup.dwdcs import KeyConcepts
 from newsdedup.dedup.features import DocFeatures
 from newsdedup.extract.extractor import Article
-from newsdedup.crawl.items import ArticlePage, FetchFailure
 
 TAG = "$"
 

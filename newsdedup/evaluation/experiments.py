@@ -31,10 +31,10 @@ from pathlib import Path
 from newsdedup.dedup.features import DocFeatures, FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.evaluation.baselines import IMatchBaseline, MinHashLSHBaseline, ShinglingBaseline
+from newsdedup.evaluation.markdown import cell, table
 from newsdedup.evaluation.methods import PAPER, MethodRun, MethodSpec, Runner, describe
 from newsdedup.evaluation.reprints import join_units, pick_bases, sentence_edit_ratio, split_units
 from newsdedup.evaluation.scoring import pair_counts
-from newsdedup.evaluation.markdown import cell, table
 
 FIG4_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Every 1% up to 6%, where the curves fall fastest, then every 2% up to 20%.

@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TextIO
 
+from newsdedup.clock import CHINA_OFFSET, parse_instant
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE
 from newsdedup.storage.base import PASSAGE_FIELDS, ClusterMember, ClusterRecord, StoredReuse
-from newsdedup.clock import CHINA_OFFSET, parse_instant
 
 _PAGE_FIELDS = ("url", "site", "title", "published_at", "fetched_at", "dated_at", "date_basis")
 _NULLABLE_STRING = {"type": ["string", "null"]}

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from newsdedup.run import options
 from newsdedup.clock import utc_iso
+from newsdedup.run import options
 
 
 def retention_days(settings) -> float | None:

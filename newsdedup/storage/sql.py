@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from newsdedup import defaults  # the shipped defaults, written there only
+from newsdedup.clock import utc_iso, utc_now
 from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
 from newsdedup.storage.origin import date_of, earliest, origin_key
-from newsdedup.clock import utc_iso, utc_now
 from newsdedup.storage.base import (
     ArticleRecord,
     ClusterMember,

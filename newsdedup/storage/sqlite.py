@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from newsdedup import defaults  # the shipped defaults, written there only
-from newsdedup.storage.origin import date_of
 from newsdedup.clock import utc_iso, utc_now
 from newsdedup.storage.base import StoreError, StoreInUse
+from newsdedup.storage.origin import date_of
 from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and tests import them from here
     ARTICLE_COLUMNS,
     CLUSTER_COLUMNS,

@@ -27,11 +27,11 @@ from collections.abc import Sequence
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from newsdedup.run.options import SettingError
 from newsdedup.crawl.pipelines.state import CrawlSettings
 from newsdedup.crawl.sites import SiteConfigError, load_sites
-from newsdedup.storage.base import ArticleStore, StoreError, StoreInUse
+from newsdedup.run.options import SettingError
 from newsdedup.run.verdict import ExitCode
+from newsdedup.storage.base import ArticleStore, StoreError, StoreInUse
 
 SPIDER = "portal"
 SETTINGS_MODULE = "newsdedup.settings"

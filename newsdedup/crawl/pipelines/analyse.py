@@ -31,12 +31,12 @@ import zlib
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, DropItem
 
+from newsdedup.clock import utc_now
 from newsdedup.crawl import engine
 from newsdedup.crawl.analysis import AnalysisPool, PageAnalysis, PageSkipped, WorkerLost
-from newsdedup.extract.template import MIN_PAGES, SiteTemplate
 from newsdedup.crawl.items import ArticlePage
 from newsdedup.crawl.pipelines import StagePipeline
-from newsdedup.clock import utc_now
+from newsdedup.extract.template import MIN_PAGES, SiteTemplate
 from newsdedup.run import runstats
 from newsdedup.storage.base import SkippedRecord
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from scrapy.exceptions import DropItem
 
+from newsdedup.clock import utc_now
 from newsdedup.crawl.items import FetchFailure
 from newsdedup.crawl.pipelines import StagePipeline
-from newsdedup.clock import utc_now
 from newsdedup.storage.base import FailureRecord
 
 

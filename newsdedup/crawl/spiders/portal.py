@@ -43,14 +43,14 @@ from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from newsdedup.run import runstats
+from newsdedup.clock import utc_iso, utc_now
+from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
+from newsdedup.crawl.items import ArticlePage, FetchFailure
+from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites
 from newsdedup.discovery import payloads, sitemaps
 from newsdedup.discovery.listsources import HTML_LINKS, SCRIPT_LINKS, ListSource, Pager
 from newsdedup.discovery.payloads import Listed, SourceError
-from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
-from newsdedup.crawl.items import ArticlePage, FetchFailure
-from newsdedup.clock import utc_iso, utc_now
-from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites
+from newsdedup.run import runstats
 
 logger = logging.getLogger(__name__)
 
