@@ -25,11 +25,8 @@ from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
-from newsdedup.distributed import redis_run
-# DistributedAddon: also under its old path, for settings written before it moved to the dependency-free addons.
-
 from newsdedup.crawl.dupefilter import KnownArticles, url_key
-from newsdedup.distributed.addon import DistributedAddon, redis_url  # noqa: F401
+from newsdedup.distributed import redis_run
 from newsdedup.distributed.member import run_of
 from newsdedup.distributed.wire import WireError
 from newsdedup.run import options
