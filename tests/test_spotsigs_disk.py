@@ -293,3 +293,39 @@ def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
     assert rolled.high_water_mark == mark and len(rolled) == len(kept)
     for doc in docs[::7]:
         assert searched(rolled, doc) == brute_force(kept, doc)
+
+
+def as_arrays(docs: list[Counter]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents as bulk_add_arrays takes them: offsets, distinct ascending spots, counts."""
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(doc) for doc in docs], out=offsets[1:])
+    spots = np.array([spot for doc in docs for spot in sorted(doc)], dtype=np.uint64)
+    counts = np.array([doc[spot] for doc in docs for spot in sorted(doc)], dtype=np.uint32)
+    return offsets, spots, counts
+
+
+def test_arrays_bulk_load_gives_the_decisions_of_brute_force(tmp_path):
+    corpus = Corpus(seed=23)
+    docs = [corpus.next() for _ in range(500)]
+    index = open_index(tmp_path / "near", max_segment_docs=150)
+    keys = np.arange(10, 510, dtype=np.int64)
+    assert index.bulk_add_arrays(keys[:300], np.full(300, 7000), *as_arrays(docs[:300])) == \
+        sum(doc.total() >= MIN_SIGNATURES for doc in docs[:300])
+    offsets, spots, counts = as_arrays(docs[300:])
+    index.bulk_add_arrays(keys[300:], np.full(200, 7000), offsets, spots, counts)
+    assert len(index.segments) >= 3 and index.high_water_mark == 509
+    stored = {int(key): doc for key, doc in zip(keys, docs) if doc.total() >= MIN_SIGNATURES}
+    assert index.signatures(12) == (dict(docs[2]) if 12 in stored else None)
+    index.close()
+    reopened = open_index(tmp_path / "near", store_mark=509)
+    assert len(reopened) == len(stored)
+    for doc in corpus.docs[::4] + [corpus.next() for _ in range(60)]:
+        assert searched(reopened, doc) == brute_force(stored, doc)
+    with pytest.raises(ValueError, match="above the high-water mark 509"):
+        reopened.bulk_add_arrays(np.array([509]), np.array([1]), *as_arrays([docs[0]]))
+    with pytest.raises(ValueError, match="distinct and ascending"):
+        reopened.bulk_add_arrays(np.array([600]), np.array([1]), np.array([0, 2]), np.array([9, 3], np.uint64),
+                                 np.array([1, 1]))
+    with pytest.raises(ValueError, match="one count a spot"):
+        reopened.bulk_add_arrays(np.array([600]), np.array([1]), np.array([0, 2]), np.array([3, 9], np.uint64),
+                                 np.array([1]))

@@ -684,6 +684,67 @@ class PersistentSpotSigsIndex:
         self.checkpoint()
         return added
 
+    def bulk_add_arrays(self, keys: np.ndarray, times: np.ndarray, spot_offsets: np.ndarray, spots: np.ndarray,
+                        counts: np.ndarray) -> int:
+        """:meth:`bulk_add` for documents already in flat arrays (no Python object a spot: a first build of
+        millions of stories from a store's columns, or a benchmark); returns how many were indexed.
+
+        ``keys`` ascending row ids above :attr:`high_water_mark`, ``times`` their seconds, document ``i``'s
+        spots ``spots[spot_offsets[i]:spot_offsets[i + 1]]`` (distinct and ascending within it) with positive
+        ``counts``. Call it with at most ``max_segment_docs`` documents at a time to bound memory: each call
+        writes its own segments.
+        """
+        keys, times = np.asarray(keys, dtype=np.int64), np.asarray(times)
+        spot_offsets, spots = np.asarray(spot_offsets, dtype=np.int64), np.asarray(spots, dtype=np.uint64)
+        counts = np.asarray(counts)
+        n = len(keys)
+        if len(times) != n or len(spot_offsets) != n + 1 or spot_offsets[0] != 0 or \
+                spot_offsets[-1] != len(spots) or len(counts) != len(spots) or np.any(np.diff(spot_offsets) < 0):
+            raise ValueError("need len(times) == len(keys), spot_offsets of len(keys) + 1 from 0 to len(spots), "
+                             "and one count a spot")
+        if not n:
+            return 0
+        if keys[0] <= max(self.high_water_mark, -1) or np.any(np.diff(keys) <= 0) or keys[-1] > _MAX_KEY:
+            raise ValueError(f"keys must ascend above the high-water mark {self.high_water_mark}: rows come in "
+                             f"store order")
+        if np.any(times < 0) or np.any(times > _MAX_U32):
+            raise ValueError("times must be whole seconds since 1970 that fit 32 bits")
+        if len(counts) and (counts.min() < 1 or counts.max() > _MAX_U32):
+            raise ValueError("spot counts must be positive and fit 32 bits")
+        starts = np.zeros(len(spots), dtype=bool)
+        starts[spot_offsets[:-1][np.diff(spot_offsets) > 0]] = True
+        if np.any((spots[1:] <= spots[:-1]) & ~starts[1:]):
+            raise ValueError("each document's spots must be distinct and ascending")
+        lengths = np.zeros(n, dtype=np.int64)
+        nonempty = np.diff(spot_offsets) > 0
+        lengths[nonempty] = np.add.reduceat(counts.astype(np.int64), spot_offsets[:-1][nonempty])
+        kept = np.flatnonzero((lengths >= self.min_signatures) & (lengths <= _MAX_U32))
+        self.checkpoint()
+        for first in range(0, len(kept), self.max_segment_docs):
+            chosen = kept[first: first + self.max_segment_docs]
+            sizes = spot_offsets[chosen + 1] - spot_offsets[chosen]
+            where = _ranges(spot_offsets[chosen], sizes)
+            offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            docs = _Docs(keys[chosen], times[chosen].astype(np.uint32), offsets, spots[where],
+                         counts[where].astype(np.uint32))
+            self.segments.append(self._write_segment(docs))
+            del docs, where
+        self.high_water_mark = int(keys[-1])
+        self.checkpoint()
+        return len(kept)
+
+    def signatures(self, key: int) -> dict[int, int] | None:
+        """The spot multiset of the visible document ``key`` (spot -> count), or None."""
+        if key in self._delta_docs:
+            return dict(self._delta_docs[key][0])
+        for segment in self.segments:
+            local = segment.find(key)
+            if segment.shows(local, self.window_start):
+                start, end = int(segment.spot_offsets[local]), int(segment.spot_offsets[local + 1])
+                return dict(zip(segment.spots[start:end].tolist(), segment.counts[start:end].tolist()))
+        return None
+
     # ------------------------------------------------------------------ checkpoints
     @property
     def needs_checkpoint(self) -> bool:
