@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_scaling import SpotDocuments  # noqa: E402
+from index_persistent import folder_bytes, memory, percentiles, timed_decisions  # noqa: E402
 from spot_arrays import SpotArrays  # noqa: E402
 
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
@@ -68,27 +69,42 @@ def build(root: Path, size: int, queries: int) -> None:
         (folder / "probes.json").write_text(json.dumps(make_probes(folder, size, queries)))
 
 
+def generate(c: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents ``c * CHUNK ..`` of the build, made half a million at a time (bounded memory)."""
+    generator, parts = SpotArrays(), []
+    for half in range(0, n, CHUNK // 2):
+        parts.append(generator.chunk(c * 2 + half // (CHUNK // 2), min(CHUNK // 2, n - half)))
+    offsets = [np.zeros(1, np.int64)] + [part.offsets[1:] + sum(len(p.spots) for p in parts[:k])
+                                         for k, part in enumerate(parts)]
+    return np.concatenate(offsets), np.concatenate([p.spots for p in parts]), np.concatenate([p.counts for p in parts])
+
+
 def build_near(folder: Path, size: int) -> dict:
+    """The index, a segment a million stories; the next million is made in a second process meanwhile."""
+    import multiprocessing
     import shutil
+    from concurrent.futures import ProcessPoolExecutor
     shutil.rmtree(folder / "near", ignore_errors=True)  # an interrupted build starts over
-    generator = SpotArrays()
     index = open_near(folder / "near")
-    generating = indexing = 0.0
-    for c in range(0, (size + CHUNK - 1) // CHUNK):
-        n = min(CHUNK, size - c * CHUNK)
-        started = time.perf_counter()
-        chunk = generator.chunk(c, n)
-        generating += time.perf_counter() - started
-        started = time.perf_counter()
-        keys = np.arange(c * CHUNK, c * CHUNK + n, dtype=np.int64)
-        index.bulk_add_arrays(keys, (START_TIME + keys).astype(np.uint32), chunk.offsets, chunk.spots, chunk.counts)
-        indexing += time.perf_counter() - started
-        print(f"{size}: chunk {c} built, generating {generating:.0f} s, indexing {indexing:.0f} s", flush=True)
-        del chunk
+    chunks = [(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)]
+    indexing, started_all = 0.0, time.perf_counter()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = pool.submit(generate, *chunks[0])
+        for k, (c, n) in enumerate(chunks):
+            offsets, spots, counts = pending.result()
+            if k + 1 < len(chunks):
+                pending = pool.submit(generate, *chunks[k + 1])
+            started = time.perf_counter()
+            keys = np.arange(c * CHUNK, c * CHUNK + n, dtype=np.int64)
+            index.bulk_add_arrays(keys, (START_TIME + keys).astype(np.uint32), offsets, spots, counts)
+            indexing += time.perf_counter() - started
+            del offsets, spots, counts
+            print(f"{size}: chunk {c} built, indexing {indexing:.0f} s, wall {time.perf_counter() - started_all:.0f} s",
+                  flush=True)
     stats = index.stats()
     index.close()
-    return {"build_s": round(indexing, 1), "generating_s": round(generating, 1), "segments": stats["segments"],
-            "documents": stats["documents"], "bytes_on_disk": stats["bytes_on_disk"]}
+    return {"build_s": round(indexing, 1), "build_wall_s": round(time.perf_counter() - started_all, 1),
+            "segments": stats["segments"], "documents": stats["documents"], "bytes_on_disk": stats["bytes_on_disk"]}
 
 
 def build_filters(folder: Path, size: int) -> dict:
@@ -135,16 +151,187 @@ def make_probes(folder: Path, size: int, queries: int) -> list[dict[str, int]]:
     return [{str(spot): count for spot, count in probe.items()} for probe in probes]
 
 
+def load_probes(folder: Path) -> list[dict[int, int]]:
+    return [{int(spot): count for spot, count in probe.items()} for probe in json.loads((folder / "probes.json").read_text())]
+
+
+def open_state(folder: Path, store_mark: int):
+    """What a crawl start or a writer's takeover opens: the near-duplicate index and both filters, each
+    rolled back to the store's last committed row."""
+    from newsdedup.dedup.bloom_disk import PersistedBloomFilter
+    near = open_near(folder / "near", store_mark=store_mark)
+    marks = {"articles": store_mark}
+    return near, PersistedBloomFilter.open(folder / "exact", store_marks=marks), \
+        PersistedBloomFilter.open(folder / "urls", store_marks=marks)
+
+
+def measure(folder: Path, size: int, queries: int, recall_sample: int) -> dict:
+    probes = load_probes(folder)[:queries]
+    before = memory()
+    started = time.perf_counter()
+    near, exact, urls = open_state(folder, size - 1)
+    open_seconds = time.perf_counter() - started
+    opened = memory()
+    cold = timed_decisions(near, probes)
+    after = memory()
+    warm = timed_decisions(near, probes)
+    lookups = []
+    for i in range(0, 2 * size, max(1, size // 500)):  # half of them stored
+        started = time.perf_counter()
+        _ = exact_key(i) in exact, url_key(i) in urls
+        lookups.append(time.perf_counter() - started)
+    # A writer's takeover after the mark: the store's next 1,000 rows fed to all three.
+    fresh = SpotArrays(seed=99).chunk(0, 1000)
+    started = time.perf_counter()
+    for j in range(1000):
+        row = size + j
+        near.add(row, fresh.doc(j), time=START_TIME + row)
+        exact.add(exact_key(row), time=START_TIME + WINDOW_DAYS * DAY - 1, source="articles", row=row)
+        urls.add(url_key(row), time=START_TIME + WINDOW_DAYS * DAY - 1, source="articles", row=row)
+    catch_up = time.perf_counter() - started
+    # The recall sample: as many edited copies as new documents (the probes alternate).
+    recall = recall_check(near, probes[:recall_sample], size) if recall_sample else None
+    near.close()
+    return {"open_s": round(open_seconds, 3),
+            "rss_anon_after_open_per_story": round((opened["rss_anon"] - before["rss_anon"]) / size, 1),
+            **{f"{name}_per_story": round((after[name] - before[name]) / size, 1) for name in after},
+            "decision": cold, "decision_warm": warm, "filter_lookup": percentiles(lookups),
+            "catch_up_1000_rows_s": round(catch_up, 2),
+            "filters_bytes_in_memory": exact.size_bytes + urls.size_bytes, "recall": recall,
+            "disk_bytes": folder_bytes(folder / "near") + folder_bytes(folder / "exact") + folder_bytes(folder / "urls")}
+
+
+def recall_check(near: PersistentSpotSigsIndex, probes: list[dict[int, int]], size: int) -> dict:
+    """Every stored multiset scanned for each probe (the method's definition, no index): the pairs found,
+    against the index's Jaccard and containment hits at the same thresholds."""
+    tau, containment = DEFAULTS.spotsigs_tau, DEFAULTS.spotsigs_min_containment
+    min_spots, ratio = DEFAULTS.spotsigs_containment_min_spots, SpotSigsMatcher.CONTAINMENT_MIN_RATIO
+    queries = []
+    for probe in probes:
+        spots = np.array(sorted(probe), dtype=np.uint64)
+        queries.append((spots, np.array([probe[s] for s in spots.tolist()], dtype=np.int64), sum(probe.values())))
+    brute_jaccard = [dict() for _ in probes]
+    brute_contained = [dict() for _ in probes]
+    started = time.perf_counter()
+    block = 200_000
+    for segment in near.segments:
+        for first in range(0, segment.size, block):
+            last = min(segment.size, first + block)
+            lo, hi = int(segment.spot_offsets[first]), int(segment.spot_offsets[last])
+            spots = np.asarray(segment.spots[lo:hi])
+            counts = np.asarray(segment.counts[lo:hi]).astype(np.int64)
+            owner = np.repeat(np.arange(last - first), np.diff(np.asarray(segment.spot_offsets[first:last + 1])))
+            lengths = segment.lengths[first:last].astype(np.int64)
+            keys = np.asarray(segment.keys[first:last])
+            for q, (query_spots, query_counts, length) in enumerate(queries):
+                position = np.minimum(np.searchsorted(query_spots, spots), len(query_spots) - 1)
+                shared = np.where(query_spots[position] == spots, np.minimum(counts, query_counts[position]), 0)
+                common = np.bincount(owner, weights=shared, minlength=last - first)
+                jaccard = common / (length + lengths - common)
+                for i in np.flatnonzero(jaccard >= tau).tolist():
+                    brute_jaccard[q][int(keys[i])] = float(jaccard[i])
+                smaller, larger = np.minimum(lengths, length), np.maximum(lengths, length)
+                hit = (smaller >= min_spots) & (smaller / larger >= ratio) & (common / smaller >= containment)
+                for i in np.flatnonzero(hit).tolist():
+                    brute_contained[q][int(keys[i])] = float(common[i] / smaller[i])
+    scan = time.perf_counter() - started
+    found = expected = reported = verified = 0
+    for q, probe in enumerate(probes):
+        for hits, truth in ((near.query(probe), brute_jaccard[q]),
+                            (near.contained(probe, min_containment=containment, min_spots=min_spots, min_ratio=ratio),
+                             brute_contained[q])):
+            hits = dict(hits)
+            expected += len(truth)
+            found += len(truth.keys() & hits.keys())
+            reported += len(hits)
+            verified += sum(key in truth and abs(truth[key] - score) < 1e-12 for key, score in hits.items())
+    return {"probes": len(probes), "pairs_brute_force": expected, "pairs_found": found,
+            "recall": round(found / expected, 4) if expected else None, "pairs_reported": reported,
+            "reported_verified": verified, "scan_s_per_probe": round(scan / max(1, len(probes)), 1)}
+
+
+def measure_empty(root: Path) -> dict:
+    """Opening a state with nothing in it: the baseline the ratios divide by."""
+    from newsdedup.dedup.bloom_disk import PersistedBloomFilter
+    folder = root / "stories-0"
+    if not (folder / "urls" / "MANIFEST.json").exists():
+        open_near(folder / "near").close()
+        for name in ("exact", "urls"):
+            PersistedBloomFilter.create(folder / name, capacity=1000, error_rate=1e-3).save()
+    started = time.perf_counter()
+    near, _, _ = open_state(folder, -1)
+    seconds = time.perf_counter() - started
+    near.close()
+    return {"open_s": round(seconds, 4)}
+
+
+def measure_today(root: Path, size: int, queries: int) -> dict:
+    """Today's crawl start: SpotSigsIndex and both BoundedBloomFilters rebuilt from every stored row."""
+    from newsdedup.dedup.bloom import BoundedBloomFilter
+    from newsdedup.dedup.spotsigs_index import SpotSigsIndex
+    probes = load_probes(root / f"stories-{size}")[:queries]
+    generator = SpotArrays()
+    before = memory()
+    chunks = [generator.chunk(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)]
+    # The documents stand for the store's rows: their arrays are not the index's memory.
+    held = sum(chunk.offsets.nbytes + chunk.spots.nbytes + chunk.counts.nbytes for chunk in chunks)
+    started = time.perf_counter()
+    index = SpotSigsIndex(tau=DEFAULTS.spotsigs_tau, min_signatures=DEFAULTS.spotsigs_min_signatures)
+    for c, chunk in enumerate(chunks):
+        for i in range(len(chunk)):
+            index.add(c * CHUNK + i, chunk.doc(i))
+    near_seconds = time.perf_counter() - started
+    exact = BoundedBloomFilter.of((exact_key(i) for i in range(size)), expected=2 * size + 100_000, error_rate=1e-3)
+    urls = BoundedBloomFilter.of((url_key(i) for i in range(size)), expected=2 * size + 100_000, error_rate=1e-3)
+    seconds = time.perf_counter() - started
+    after = memory()
+    return {"start_s": round(seconds, 1), "near_rebuild_s": round(near_seconds, 1),
+            "rss_per_story": round((after["rss"] - before["rss"] - held) / size, 1),
+            "filters_bytes_in_memory": exact.size_bytes + urls.size_bytes,
+            "decision": timed_decisions(index, probes)}
+
+
+def in_child(*arguments: str) -> dict:
+    """Run a measurement in a fresh process, so its memory and cold start are its own."""
+    output = subprocess.run([sys.executable, __file__, *arguments], check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["build", "measure"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-data"))
     parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--recall-sample", type=int, default=20, help="probes checked against a brute-force scan")
+    parser.add_argument("--today-limit", type=int, default=100_000, help="largest size today's rebuild is run at")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        kind, size = args.child[0], int(args.child[1])
+        result = measure(args.root / f"stories-{size}", size, args.queries, args.recall_sample) if kind == "persisted" else \
+            measure_empty(args.root) if kind == "empty" else measure_today(args.root, size, args.queries)
+        print(json.dumps(result))
+        return
     if args.what == "build":
         for size in sorted(args.sizes):
             build(args.root, size, args.queries)
+        return
+    print(json.dumps({"load_average_before": os.getloadavg()}), flush=True)
+    common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample)]
+    empty = in_child(*common, "measure", "--child", "empty", "0")
+    print(json.dumps({"size": 0, "persisted": empty}), flush=True)
+    for size in sorted(args.sizes):
+        folder = args.root / f"stories-{size}"
+        row = {"size": size, "build": {**json.loads((folder / "near.json").read_text()),
+                                       **json.loads((folder / "filters.json").read_text())}}
+        row["persisted"] = in_child(*common, "measure", "--child", "persisted", str(size))
+        row["persisted"]["open_x_empty"] = round(row["persisted"]["open_s"] / empty["open_s"], 1)
+        if size <= args.today_limit:
+            row["today"] = in_child(*common, "measure", "--child", "today", str(size))
+            row["today"]["start_x_persisted_open"] = round(row["today"]["start_s"] / row["persisted"]["open_s"])
+        print(json.dumps(row), flush=True)
+    print(json.dumps({"load_average_after": os.getloadavg()}))
 
 
 if __name__ == "__main__":

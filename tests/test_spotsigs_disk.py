@@ -329,3 +329,27 @@ def test_arrays_bulk_load_gives_the_decisions_of_brute_force(tmp_path):
     with pytest.raises(ValueError, match="one count a spot"):
         reopened.bulk_add_arrays(np.array([600]), np.array([1]), np.array([0, 2]), np.array([3, 9], np.uint64),
                                  np.array([1]))
+
+
+def test_a_probe_budget_reads_fewer_lists_and_reports_only_exact_pairs(tmp_path):
+    corpus = Corpus(seed=31)
+    docs = [corpus.next() for _ in range(600)]
+    indexes = []
+    for name, budget in (("lossless", None), ("budget", 800)):
+        index = open_index(tmp_path / name, max_segment_docs=300, probe_budget=budget)
+        index.bulk_add_arrays(np.arange(600, dtype=np.int64), np.full(600, 9000), *as_arrays(docs))
+        indexes.append(index)
+    lossless, budgeted = indexes
+    stored = {key: doc for key, doc in enumerate(docs) if doc.total() >= MIN_SIGNATURES}
+    expected = found = 0
+    for doc in [corpus.next() for _ in range(150)]:
+        truth = brute_force(stored, doc)
+        assert searched(lossless, doc) == truth
+        for hits, exact in zip(searched(budgeted, doc), truth):
+            assert set(hits) <= set(exact)  # every reported pair is a pair of the method, score for score
+            expected += len(exact)
+            found += len(hits)
+    assert expected > 100
+    assert 0.5 * expected < found < expected  # the budget drops pairs met only through frequent spots
+    with pytest.raises(ValueError, match="probe_budget"):
+        open_index(tmp_path / "bad", probe_budget=0)
