@@ -49,6 +49,7 @@ DEFAULTS = NearSettings()
 START_TIME = 1_780_000_000
 CHUNK = 1_000_000
 WINDOW_DAYS, DAY = 30, 86_400
+QUARTER = CHUNK // 4
 
 
 def open_near(folder: Path, store_mark: int | None = None) -> PersistentSpotSigsIndex:
@@ -69,31 +70,38 @@ def build(root: Path, size: int, queries: int) -> None:
         (folder / "probes.json").write_text(json.dumps(make_probes(folder, size, queries)))
 
 
-def generate(c: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Documents ``c * CHUNK ..`` of the build, made half a million at a time (bounded memory)."""
+def generate(c: int, n: int, root: Path) -> Path:
+    """Documents ``c * CHUNK ..`` of the build, made a quarter million at a time (bounded memory), saved in
+    ``root/chunks/`` so a build that has to start over reuses them."""
+    path = root / "chunks" / f"{c}-{n}.npz"
+    if path.exists():
+        return path
     generator, parts = SpotArrays(), []
-    for half in range(0, n, CHUNK // 2):
-        parts.append(generator.chunk(c * 2 + half // (CHUNK // 2), min(CHUNK // 2, n - half)))
+    for part in range(0, n, QUARTER):
+        parts.append(generator.chunk(c * 4 + part // QUARTER, min(QUARTER, n - part)))
     offsets = [np.zeros(1, np.int64)] + [part.offsets[1:] + sum(len(p.spots) for p in parts[:k])
                                          for k, part in enumerate(parts)]
-    return np.concatenate(offsets), np.concatenate([p.spots for p in parts]), np.concatenate([p.counts for p in parts])
+    path.parent.mkdir(exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp.npz")
+    np.savez(temporary, offsets=np.concatenate(offsets), spots=np.concatenate([p.spots for p in parts]),
+             counts=np.concatenate([p.counts for p in parts]))
+    os.replace(temporary, path)
+    return path
 
 
 def build_near(folder: Path, size: int) -> dict:
-    """The index, a segment a million stories; the next million is made in a second process meanwhile."""
+    """The index, a segment a million stories; two other processes make the next millions meanwhile."""
     import multiprocessing
-    import shutil
     from concurrent.futures import ProcessPoolExecutor
-    shutil.rmtree(folder / "near", ignore_errors=True)  # an interrupted build starts over
-    index = open_near(folder / "near")
-    chunks = [(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)]
+    index = open_near(folder / "near")  # an interrupted build goes on after its last whole segment
+    chunks = [(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)
+              if c * CHUNK > index.high_water_mark]
     indexing, started_all = 0.0, time.perf_counter()
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending = pool.submit(generate, *chunks[0])
-        for k, (c, n) in enumerate(chunks):
-            offsets, spots, counts = pending.result()
-            if k + 1 < len(chunks):
-                pending = pool.submit(generate, *chunks[k + 1])
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = [pool.submit(generate, c, n, folder.parent) for c, n in chunks]
+        for (c, n), made in zip(chunks, pending):
+            with np.load(made.result()) as arrays:
+                offsets, spots, counts = arrays["offsets"], arrays["spots"], arrays["counts"]
             started = time.perf_counter()
             keys = np.arange(c * CHUNK, c * CHUNK + n, dtype=np.int64)
             index.bulk_add_arrays(keys, (START_TIME + keys).astype(np.uint32), offsets, spots, counts)
@@ -105,6 +113,32 @@ def build_near(folder: Path, size: int) -> dict:
     index.close()
     return {"build_s": round(indexing, 1), "build_wall_s": round(time.perf_counter() - started_all, 1),
             "segments": stats["segments"], "documents": stats["documents"], "bytes_on_disk": stats["bytes_on_disk"]}
+
+
+def derive(root: Path, size: int, source: int, queries: int) -> None:
+    """``stories-size`` from the first segments of the (maybe unfinished) build ``stories-source``: the very
+    segments a build of ``size`` would write (the same documents, a segment a million), linked, not copied;
+    then its own filters and probes. The build time is the source's log line for that segment."""
+    folder, origin = root / f"stories-{size}", root / f"stories-{source}" / "near"
+    manifest = json.loads((origin / "MANIFEST.json").read_text())
+    (folder / "near").mkdir(parents=True, exist_ok=True)
+    if not (folder / "near" / "MANIFEST.json").exists():
+        segments = manifest["segments"][: size // CHUNK]
+        for name in segments:
+            (folder / "near" / name).mkdir()
+            for file in (origin / name).iterdir():  # immutable arrays; the mutable ones are replaced on save
+                os.link(file, folder / "near" / name / file.name)
+        (folder / "near" / "log-derived").write_bytes(b"")
+        manifest.update(segments=segments, log="log-derived", high_water_mark=size - 1)
+        (folder / "near" / "MANIFEST.json").write_text(json.dumps(manifest))
+        index = open_near(folder / "near", store_mark=size - 1)
+        assert len(index) > 0.99 * size, len(index)
+        stats = index.stats()
+        index.close()
+        (folder / "near.json").write_text(json.dumps({"derived_from": source, "segments": stats["segments"],
+                                                      "documents": stats["documents"],
+                                                      "bytes_on_disk": stats["bytes_on_disk"]}))
+    build(root, size, queries)
 
 
 def build_filters(folder: Path, size: int) -> dict:
@@ -206,34 +240,45 @@ def recall_check(near: PersistentSpotSigsIndex, probes: list[dict[int, int]], si
     against the index's Jaccard and containment hits at the same thresholds."""
     tau, containment = DEFAULTS.spotsigs_tau, DEFAULTS.spotsigs_min_containment
     min_spots, ratio = DEFAULTS.spotsigs_containment_min_spots, SpotSigsMatcher.CONTAINMENT_MIN_RATIO
-    queries = []
-    for probe in probes:
-        spots = np.array(sorted(probe), dtype=np.uint64)
-        queries.append((spots, np.array([probe[s] for s in spots.tolist()], dtype=np.int64), sum(probe.values())))
+    # All probes in one pass: the union of their spots, sorted, with which probe holds each and how often.
+    lengths_q = np.array([sum(probe.values()) for probe in probes], dtype=np.int64)
+    pairs = sorted((spot, q, count) for q, probe in enumerate(probes) for spot, count in probe.items())
+    all_spots = np.array([spot for spot, _, _ in pairs], dtype=np.uint64)
+    union, first = np.unique(all_spots, return_index=True)
+    holders = np.append(first, len(pairs))
+    holder_probe = np.array([q for _, q, _ in pairs], dtype=np.int64)
+    holder_count = np.array([count for _, _, count in pairs], dtype=np.int64)
     brute_jaccard = [dict() for _ in probes]
     brute_contained = [dict() for _ in probes]
     started = time.perf_counter()
     block = 200_000
     for segment in near.segments:
-        for first in range(0, segment.size, block):
-            last = min(segment.size, first + block)
-            lo, hi = int(segment.spot_offsets[first]), int(segment.spot_offsets[last])
-            spots = np.asarray(segment.spots[lo:hi])
-            counts = np.asarray(segment.counts[lo:hi]).astype(np.int64)
-            owner = np.repeat(np.arange(last - first), np.diff(np.asarray(segment.spot_offsets[first:last + 1])))
-            lengths = segment.lengths[first:last].astype(np.int64)
-            keys = np.asarray(segment.keys[first:last])
-            for q, (query_spots, query_counts, length) in enumerate(queries):
-                position = np.minimum(np.searchsorted(query_spots, spots), len(query_spots) - 1)
-                shared = np.where(query_spots[position] == spots, np.minimum(counts, query_counts[position]), 0)
-                common = np.bincount(owner, weights=shared, minlength=last - first)
-                jaccard = common / (length + lengths - common)
+        for first_doc in range(0, segment.size, block):
+            last_doc = min(segment.size, first_doc + block)
+            width = last_doc - first_doc
+            offsets = np.asarray(segment.spot_offsets[first_doc:last_doc + 1])
+            spots = np.asarray(segment.spots[offsets[0]:offsets[-1]])
+            counts = np.asarray(segment.counts[offsets[0]:offsets[-1]]).astype(np.int64)
+            owner = np.repeat(np.arange(width, dtype=np.int64), np.diff(offsets))
+            where = np.minimum(np.searchsorted(union, spots), len(union) - 1)
+            matched = np.flatnonzero(union[where] == spots)
+            slots = where[matched]
+            fan = holders[slots + 1] - holders[slots]  # how many probes hold each matched spot
+            element = np.repeat(matched, fan)
+            holder = np.repeat(holders[slots] - np.cumsum(fan) + fan, fan) + np.arange(int(fan.sum()))
+            shared = np.minimum(counts[element], holder_count[holder])
+            common = np.bincount(holder_probe[holder] * width + owner[element], weights=shared,
+                                 minlength=len(probes) * width).reshape(len(probes), width)
+            lengths = segment.lengths[first_doc:last_doc].astype(np.int64)
+            keys = np.asarray(segment.keys[first_doc:last_doc])
+            for q, length in enumerate(lengths_q.tolist()):
+                jaccard = common[q] / (length + lengths - common[q])
                 for i in np.flatnonzero(jaccard >= tau).tolist():
                     brute_jaccard[q][int(keys[i])] = float(jaccard[i])
                 smaller, larger = np.minimum(lengths, length), np.maximum(lengths, length)
-                hit = (smaller >= min_spots) & (smaller / larger >= ratio) & (common / smaller >= containment)
+                hit = (smaller >= min_spots) & (smaller / larger >= ratio) & (common[q] / smaller >= containment)
                 for i in np.flatnonzero(hit).tolist():
-                    brute_contained[q][int(keys[i])] = float(common[i] / smaller[i])
+                    brute_contained[q][int(keys[i])] = float(common[q][i] / smaller[i])
     scan = time.perf_counter() - started
     found = expected = reported = verified = 0
     for q, probe in enumerate(probes):
@@ -247,7 +292,7 @@ def recall_check(near: PersistentSpotSigsIndex, probes: list[dict[int, int]], si
             verified += sum(key in truth and abs(truth[key] - score) < 1e-12 for key, score in hits.items())
     return {"probes": len(probes), "pairs_brute_force": expected, "pairs_found": found,
             "recall": round(found / expected, 4) if expected else None, "pairs_reported": reported,
-            "reported_verified": verified, "scan_s_per_probe": round(scan / max(1, len(probes)), 1)}
+            "reported_verified": verified, "scan_s": round(scan, 1)}
 
 
 def measure_empty(root: Path) -> dict:
@@ -299,7 +344,8 @@ def in_child(*arguments: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["build", "measure"])
+    parser.add_argument("what", choices=["build", "derive", "measure"])
+    parser.add_argument("--source", type=int, default=10_000_000, help="derive: the build whose segments to link")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-data"))
     parser.add_argument("--queries", type=int, default=1000)
@@ -313,9 +359,10 @@ def main() -> None:
             measure_empty(args.root) if kind == "empty" else measure_today(args.root, size, args.queries)
         print(json.dumps(result))
         return
-    if args.what == "build":
+    if args.what in ("build", "derive"):
         for size in sorted(args.sizes):
-            build(args.root, size, args.queries)
+            derive(args.root, size, args.source, args.queries) if args.what == "derive" else \
+                build(args.root, size, args.queries)
         return
     print(json.dumps({"load_average_before": os.getloadavg()}), flush=True)
     common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample)]
