@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_scaling import SpotDocuments  # noqa: E402
 from index_persistent import folder_bytes, memory, percentiles, timed_decisions  # noqa: E402
-from spot_arrays import SpotArrays  # noqa: E402
+from spot_arrays import SpotArrays, SpotChunk  # noqa: E402
 
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex  # noqa: E402
@@ -52,10 +52,13 @@ WINDOW_DAYS, DAY = 30, 86_400
 QUARTER = CHUNK // 4
 
 
+PROBE_BUDGET = None  # --probe-budget: PersistentSpotSigsIndex's probe_budget in the measurements
+
+
 def open_near(folder: Path, store_mark: int | None = None) -> PersistentSpotSigsIndex:
     return PersistentSpotSigsIndex(folder, tau=DEFAULTS.spotsigs_tau, min_signatures=DEFAULTS.spotsigs_min_signatures,
                                    min_containment=DEFAULTS.spotsigs_min_containment, max_segment_docs=CHUNK,
-                                   flush_docs=10_000, store_mark=store_mark)
+                                   flush_docs=10_000, store_mark=store_mark, probe_budget=PROBE_BUDGET)
 
 
 def build(root: Path, size: int, queries: int) -> None:
@@ -315,11 +318,13 @@ def measure_today(root: Path, size: int, queries: int) -> dict:
     from newsdedup.dedup.bloom import BoundedBloomFilter
     from newsdedup.dedup.spotsigs_index import SpotSigsIndex
     probes = load_probes(root / f"stories-{size}")[:queries]
-    generator = SpotArrays()
+    chunks = []
+    for c in range((size + CHUNK - 1) // CHUNK):
+        with np.load(generate(c, min(CHUNK, size - c * CHUNK), root)) as arrays:  # the build's own documents
+            chunks.append(SpotChunk(arrays["offsets"], arrays["spots"], arrays["counts"]))
+    # Read from files in a few large arrays, so no freed temporaries of their making sit in the heap: the
+    # growth from here is the index's and the filters'.
     before = memory()
-    chunks = [generator.chunk(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)]
-    # The documents stand for the store's rows: their arrays are not the index's memory.
-    held = sum(chunk.offsets.nbytes + chunk.spots.nbytes + chunk.counts.nbytes for chunk in chunks)
     started = time.perf_counter()
     index = SpotSigsIndex(tau=DEFAULTS.spotsigs_tau, min_signatures=DEFAULTS.spotsigs_min_signatures)
     for c, chunk in enumerate(chunks):
@@ -331,7 +336,7 @@ def measure_today(root: Path, size: int, queries: int) -> dict:
     seconds = time.perf_counter() - started
     after = memory()
     return {"start_s": round(seconds, 1), "near_rebuild_s": round(near_seconds, 1),
-            "rss_per_story": round((after["rss"] - before["rss"] - held) / size, 1),
+            "rss_per_story": round((after["rss"] - before["rss"]) / size, 1),
             "filters_bytes_in_memory": exact.size_bytes + urls.size_bytes,
             "decision": timed_decisions(index, probes)}
 
@@ -351,8 +356,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--recall-sample", type=int, default=20, help="probes checked against a brute-force scan")
     parser.add_argument("--today-limit", type=int, default=100_000, help="largest size today's rebuild is run at")
+    parser.add_argument("--probe-budget", type=int, default=None, help="postings a segment a search path reads "
+                        "(default: none, the lossless bound)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global PROBE_BUDGET
+    PROBE_BUDGET = args.probe_budget
     if args.child:
         kind, size = args.child[0], int(args.child[1])
         result = measure(args.root / f"stories-{size}", size, args.queries, args.recall_sample) if kind == "persisted" else \
@@ -366,6 +375,8 @@ def main() -> None:
         return
     print(json.dumps({"load_average_before": os.getloadavg()}), flush=True)
     common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample)]
+    if args.probe_budget:
+        common += ["--probe-budget", str(args.probe_budget)]
     empty = in_child(*common, "measure", "--child", "empty", "0")
     print(json.dumps({"size": 0, "persisted": empty}), flush=True)
     for size in sorted(args.sizes):
@@ -374,10 +385,11 @@ def main() -> None:
                                        **json.loads((folder / "filters.json").read_text())}}
         row["persisted"] = in_child(*common, "measure", "--child", "persisted", str(size))
         row["persisted"]["open_x_empty"] = round(row["persisted"]["open_s"] / empty["open_s"], 1)
-        if size <= args.today_limit:
-            row["today"] = in_child(*common, "measure", "--child", "today", str(size))
-            row["today"]["start_x_persisted_open"] = round(row["today"]["start_s"] / row["persisted"]["open_s"])
         print(json.dumps(row), flush=True)
+        if size <= args.today_limit:
+            today = in_child(*common, "measure", "--child", "today", str(size))
+            today["start_x_persisted_open"] = round(today["start_s"] / row["persisted"]["open_s"])
+            print(json.dumps({"size": size, "today": today}), flush=True)
     print(json.dumps({"load_average_after": os.getloadavg()}))
 
 
