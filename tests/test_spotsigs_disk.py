@@ -316,3 +316,63 @@ def test_the_whole_rule_decides_alike_on_disk_in_memory_and_by_brute_force(tmp_p
             stored[key] = doc
         memory.add(key, doc)
     assert len(index.segments) >= 1 and dropped > 10, dropped
+
+
+def as_arrays(docs: list[Counter]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents as bulk_add_arrays takes them: offsets, distinct ascending spots, counts."""
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(doc) for doc in docs], out=offsets[1:])
+    spots = np.array([spot for doc in docs for spot in sorted(doc)], dtype=np.uint64)
+    counts = np.array([doc[spot] for doc in docs for spot in sorted(doc)], dtype=np.uint32)
+    return offsets, spots, counts
+
+
+def test_arrays_bulk_load_gives_the_decisions_of_brute_force(tmp_path):
+    corpus = Corpus(seed=23)
+    docs = [corpus.next() for _ in range(500)]
+    index = open_index(tmp_path / "near", max_segment_docs=150)
+    keys = np.arange(10, 510, dtype=np.int64)
+    assert index.bulk_add_arrays(keys[:300], np.full(300, 7000), *as_arrays(docs[:300])) == \
+        sum(doc.total() >= MIN_SIGNATURES for doc in docs[:300])
+    offsets, spots, counts = as_arrays(docs[300:])
+    index.bulk_add_arrays(keys[300:], np.full(200, 7000), offsets, spots, counts)
+    assert len(index.segments) >= 3 and index.high_water_mark == 509
+    stored = {int(key): doc for key, doc in zip(keys, docs) if doc.total() >= MIN_SIGNATURES}
+    assert index.signatures(12) == (dict(docs[2]) if 12 in stored else None)
+    index.close()
+    reopened = open_index(tmp_path / "near", store_mark=509)
+    assert len(reopened) == len(stored)
+    for doc in corpus.docs[::4] + [corpus.next() for _ in range(60)]:
+        assert searched(reopened, doc) == brute_force(stored, doc)
+    with pytest.raises(ValueError, match="above the high-water mark 509"):
+        reopened.bulk_add_arrays(np.array([509]), np.array([1]), *as_arrays([docs[0]]))
+    with pytest.raises(ValueError, match="distinct and ascending"):
+        reopened.bulk_add_arrays(np.array([600]), np.array([1]), np.array([0, 2]), np.array([9, 3], np.uint64),
+                                 np.array([1, 1]))
+    with pytest.raises(ValueError, match="one count a spot"):
+        reopened.bulk_add_arrays(np.array([600]), np.array([1]), np.array([0, 2]), np.array([3, 9], np.uint64),
+                                 np.array([1]))
+
+
+def test_a_probe_budget_reads_fewer_lists_and_reports_only_exact_pairs(tmp_path):
+    corpus = Corpus(seed=31)
+    docs = [corpus.next() for _ in range(600)]
+    indexes = []
+    for name, budget in (("lossless", None), ("budget", 800)):
+        index = open_index(tmp_path / name, max_segment_docs=300, probe_budget=budget)
+        index.bulk_add_arrays(np.arange(600, dtype=np.int64), np.full(600, 9000), *as_arrays(docs))
+        indexes.append(index)
+    lossless, budgeted = indexes
+    stored = {key: doc for key, doc in enumerate(docs) if doc.total() >= MIN_SIGNATURES}
+    expected = found = 0
+    for doc in [corpus.next() for _ in range(150)]:
+        truth = brute_force(stored, doc)
+        assert searched(lossless, doc) == truth
+        for hits, exact in zip(searched(budgeted, doc), truth):
+            assert set(hits) <= set(exact)  # every reported pair is a pair of the method, score for score
+            expected += len(exact)
+            found += len(hits)
+    assert expected > 100
+    assert 0.5 * expected < found < expected  # the budget drops pairs met only through frequent spots
+    with pytest.raises(ValueError, match="probe_budget"):
+        open_index(tmp_path / "bad", probe_budget=0)

@@ -330,7 +330,9 @@ class _Segment:
         found: list[np.ndarray] = []
         # Prefix lists: Jaccard candidates (query prefix against document prefixes), and shorter documents
         # the query may contain (query tokens against each document's containment prefix).
-        probe = max(query.jaccard_probe, query.shorter_probe)
+        probe = self._within_budget(ids, present, max(query.jaccard_probe, query.shorter_probe), self.prefix_offsets,
+                                    query.budget)
+        jaccard_probe, shorter_probe = min(query.jaccard_probe, probe), min(query.shorter_probe, probe)
         chosen = ids[:probe][present[:probe]]
         if len(chosen):
             starts = self.prefix_offsets[chosen]
@@ -341,7 +343,7 @@ class _Segment:
             query_position = np.repeat(np.flatnonzero(present[:probe]), sizes)
             doc_position = np.asarray(self.prefix_pos[where]).astype(np.int64)
             if query.tau is not None:
-                keep = (query_position < query.jaccard_probe) & (doc_lengths >= query.jaccard_low) & \
+                keep = (query_position < jaccard_probe) & (doc_lengths >= query.jaccard_low) & \
                     (doc_lengths <= query.jaccard_high)
                 found.append(self._positional(
                     docs[keep], query_position[keep], doc_position[keep], query,
@@ -349,20 +351,22 @@ class _Segment:
                     shared=lambda lengths: np.maximum(_overlap_bound(query.tau, lengths), query.jaccard_side)))
             if query.containment is not None:
                 cut = doc_lengths - _overlap_bound(query.containment, doc_lengths) + PREFIX_EXTENSION
-                keep = (query_position < query.shorter_probe) & (doc_position < cut) & (doc_lengths <= length) & \
+                keep = (query_position < shorter_probe) & (doc_position < cut) & (doc_lengths <= length) & \
                     (doc_lengths >= query.shorter_low)
                 bound = lambda lengths: _overlap_bound(query.containment, lengths)  # noqa: E731
                 found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
                                               needed=bound, shared=bound))
         # Full lists: longer documents that may contain the query.
-        if query.containment is not None and query.longer_probe:
-            chosen = ids[: query.longer_probe][present[: query.longer_probe]]
+        longer_probe = self._within_budget(ids, present, query.longer_probe, self.full_offsets, query.budget) \
+            if query.containment is not None else 0
+        if longer_probe:
+            chosen = ids[:longer_probe][present[:longer_probe]]
             starts = self.full_offsets[chosen]
             sizes = self.full_offsets[chosen + 1] - starts
             docs = np.asarray(self.full_docs[_ranges(starts, sizes)]).astype(np.int64)
             doc_lengths = self.lengths[docs]
             keep = (doc_lengths >= length) & (doc_lengths <= query.longer_high)
-            query_position = np.repeat(np.flatnonzero(present[: query.longer_probe]), sizes)[keep]
+            query_position = np.repeat(np.flatnonzero(present[:longer_probe]), sizes)[keep]
             need = int(_overlap_bound(query.containment, length))
             found.append(self._positional(docs[keep], query_position, None, query,
                                           needed=lambda lengths: need, shared=lambda lengths: need))
@@ -374,6 +378,18 @@ class _Segment:
             return []
         overlap = self._overlap(candidates, query)
         return query.judge(np.asarray(self.keys[candidates]), self.lengths[candidates].astype(np.int64), overlap)
+
+    @staticmethod
+    def _within_budget(ids: np.ndarray, present: np.ndarray, probe: int, offsets: np.ndarray,
+                       budget: int | None) -> int:
+        """How many of the first ``probe`` query tokens (rarest first) to probe so that their lists hold at
+        most ``budget`` postings (None: all ``probe``, the lossless bound)."""
+        if budget is None or not probe:
+            return probe
+        head = ids[:probe]
+        sizes = np.where(present[:probe], offsets[head + 1] - offsets[head], 0)
+        over = np.flatnonzero(np.cumsum(sizes) > budget)
+        return probe if not len(over) else int(over[0])
 
     def _positional(self, docs: np.ndarray, query_position: np.ndarray, doc_position: np.ndarray | None,
                     query: _Query, *, needed, shared) -> np.ndarray:
@@ -424,7 +440,9 @@ class _Query:
     """A query multiset as sorted arrays, with the probe lengths its thresholds allow."""
 
     def __init__(self, spots: dict[int, int], tau: float, containment: float | None,
-                 min_spots: int = 1, min_ratio: float = 1.0, whole_below: float | None = None) -> None:
+                 min_spots: int = 1, min_ratio: float = 1.0, whole_below: float | None = None,
+                 budget: int | None = None) -> None:
+        self.budget = budget
         items = sorted(spots.items())
         self.spots = np.array([spot for spot, _ in items], dtype=np.uint64)
         self.counts = np.array([count for _, count in items], dtype=np.uint32)
@@ -470,13 +488,22 @@ class PersistentSpotSigsIndex:
     ``store_mark``: the store's last committed row id, when opening an existing state (None: trust the state).
     ``auto_checkpoint``: checkpoint as soon as the delta holds ``flush_docs`` documents; a writer whose store
     commits in batches passes False and calls :meth:`checkpoint` after a commit when :attr:`needs_checkpoint`.
+    ``probe_budget``: at most this many postings a segment a search path reads, rarest tokens first (None: the
+    lossless prefix bound). It bounds the tail of long queries against a large store; a pair is then found
+    when it shares ``PREFIX_EXTENSION`` tokens among the query's rarest ones, which a near-duplicate almost
+    always does (the benchmark measures the recall against brute force); every hit is still verified exactly.
     """
 
     def __init__(self, path: str | Path, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
                  min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
                  min_containment: float = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
                  flush_docs: int = 20_000, max_segment_docs: int = 1_000_000,
-                 store_mark: int | None = None, auto_checkpoint: bool = True) -> None:
+                 store_mark: int | None = None, auto_checkpoint: bool = True,
+                 probe_budget: int | None = None) -> None:
+        if probe_budget is not None and (isinstance(probe_budget, bool) or not isinstance(probe_budget, int)
+                                         or probe_budget < 1):
+            raise ValueError(f"probe_budget must be a positive int or None, got {probe_budget!r}")
+        self.probe_budget = probe_budget
         self.tau = SpotSigsIndex._check_tau(tau)
         if not 0.0 < min_containment <= 1.0:
             raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
@@ -687,6 +714,67 @@ class PersistentSpotSigsIndex:
         self.checkpoint()
         return added
 
+    def bulk_add_arrays(self, keys: np.ndarray, times: np.ndarray, spot_offsets: np.ndarray, spots: np.ndarray,
+                        counts: np.ndarray) -> int:
+        """:meth:`bulk_add` for documents already in flat arrays (no Python object a spot: a first build of
+        millions of stories from a store's columns, or a benchmark); returns how many were indexed.
+
+        ``keys`` ascending row ids above :attr:`high_water_mark`, ``times`` their seconds, document ``i``'s
+        spots ``spots[spot_offsets[i]:spot_offsets[i + 1]]`` (distinct and ascending within it) with positive
+        ``counts``. Call it with at most ``max_segment_docs`` documents at a time to bound memory: each call
+        writes its own segments.
+        """
+        keys, times = np.asarray(keys, dtype=np.int64), np.asarray(times)
+        spot_offsets, spots = np.asarray(spot_offsets, dtype=np.int64), np.asarray(spots, dtype=np.uint64)
+        counts = np.asarray(counts)
+        n = len(keys)
+        if len(times) != n or len(spot_offsets) != n + 1 or spot_offsets[0] != 0 or \
+                spot_offsets[-1] != len(spots) or len(counts) != len(spots) or np.any(np.diff(spot_offsets) < 0):
+            raise ValueError("need len(times) == len(keys), spot_offsets of len(keys) + 1 from 0 to len(spots), "
+                             "and one count a spot")
+        if not n:
+            return 0
+        if keys[0] <= max(self.high_water_mark, -1) or np.any(np.diff(keys) <= 0) or keys[-1] > _MAX_KEY:
+            raise ValueError(f"keys must ascend above the high-water mark {self.high_water_mark}: rows come in "
+                             f"store order")
+        if np.any(times < 0) or np.any(times > _MAX_U32):
+            raise ValueError("times must be whole seconds since 1970 that fit 32 bits")
+        if len(counts) and (counts.min() < 1 or counts.max() > _MAX_U32):
+            raise ValueError("spot counts must be positive and fit 32 bits")
+        starts = np.zeros(len(spots), dtype=bool)
+        starts[spot_offsets[:-1][np.diff(spot_offsets) > 0]] = True
+        if np.any((spots[1:] <= spots[:-1]) & ~starts[1:]):
+            raise ValueError("each document's spots must be distinct and ascending")
+        lengths = np.zeros(n, dtype=np.int64)
+        nonempty = np.diff(spot_offsets) > 0
+        lengths[nonempty] = np.add.reduceat(counts.astype(np.int64), spot_offsets[:-1][nonempty])
+        kept = np.flatnonzero((lengths >= self.min_signatures) & (lengths <= _MAX_U32))
+        self.checkpoint()
+        for first in range(0, len(kept), self.max_segment_docs):
+            chosen = kept[first: first + self.max_segment_docs]
+            sizes = spot_offsets[chosen + 1] - spot_offsets[chosen]
+            where = _ranges(spot_offsets[chosen], sizes)
+            offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            docs = _Docs(keys[chosen], times[chosen].astype(np.uint32), offsets, spots[where],
+                         counts[where].astype(np.uint32))
+            self.segments.append(self._write_segment(docs))
+            del docs, where
+        self.high_water_mark = int(keys[-1])
+        self.checkpoint()
+        return len(kept)
+
+    def signatures(self, key: int) -> dict[int, int] | None:
+        """The spot multiset of the visible document ``key`` (spot -> count), or None."""
+        if key in self._delta_docs:
+            return dict(self._delta_docs[key][0])
+        for segment in self.segments:
+            local = segment.find(key)
+            if segment.shows(local, self.window_start):
+                start, end = int(segment.spot_offsets[local]), int(segment.spot_offsets[local + 1])
+                return dict(zip(segment.spots[start:end].tolist(), segment.counts[start:end].tolist()))
+        return None
+
     # ------------------------------------------------------------------ checkpoints
     @property
     def needs_checkpoint(self) -> bool:
@@ -789,7 +877,7 @@ class PersistentSpotSigsIndex:
         spots = _positive_spots(signatures)
         if sum(spots.values()) < self.min_signatures:
             return []
-        query = _Query(spots, tau, None)
+        query = _Query(spots, tau, None, budget=self.probe_budget)
         hits = [(key, score) for segment in self.segments
                 for key, score, _ in segment.search(query, self.window_start)]
         if self._delta_docs:
@@ -809,7 +897,7 @@ class PersistentSpotSigsIndex:
         min_spots = max(1, min_spots)
         if length < max(min_spots, self.min_signatures):
             return []
-        query = _Query(spots, None, min_containment, min_spots, min_ratio, whole_below)
+        query = _Query(spots, None, min_containment, min_spots, min_ratio, whole_below, budget=self.probe_budget)
         hits = [(key, score) for segment in self.segments
                 for key, score, _ in segment.search(query, self.window_start)]
         if self._delta_docs:
