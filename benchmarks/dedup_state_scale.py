@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_scaling import SpotDocuments  # noqa: E402
-from index_persistent import folder_bytes, memory, percentiles, timed_decisions  # noqa: E402
+from index_persistent import folder_bytes, in_child, memory, percentiles, timed_decisions  # noqa: E402
 from spot_arrays import SpotArrays, SpotChunk  # noqa: E402
 
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
@@ -340,12 +339,6 @@ def measure_today(root: Path, size: int, queries: int) -> dict:
             "decision": timed_decisions(index, probes)}
 
 
-def in_child(*arguments: str) -> dict:
-    """Run a measurement in a fresh process, so its memory and cold start are its own."""
-    output = subprocess.run([sys.executable, __file__, *arguments], check=True, capture_output=True, text=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["build", "derive", "measure"])
@@ -376,17 +369,17 @@ def main() -> None:
     common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample)]
     if args.probe_budget:
         common += ["--probe-budget", str(args.probe_budget)]
-    empty = in_child(*common, "measure", "--child", "empty", "0")
+    empty = in_child(*common, "measure", "--child", "empty", "0", script=__file__)
     print(json.dumps({"size": 0, "persisted": empty}), flush=True)
     for size in sorted(args.sizes):
         folder = args.root / f"stories-{size}"
         row = {"size": size, "build": {**json.loads((folder / "near.json").read_text()),
                                        **json.loads((folder / "filters.json").read_text())}}
-        row["persisted"] = in_child(*common, "measure", "--child", "persisted", str(size))
+        row["persisted"] = in_child(*common, "measure", "--child", "persisted", str(size), script=__file__)
         row["persisted"]["open_x_empty"] = round(row["persisted"]["open_s"] / empty["open_s"], 1)
         print(json.dumps(row), flush=True)
         if size <= args.today_limit:
-            today = in_child(*common, "measure", "--child", "today", str(size))
+            today = in_child(*common, "measure", "--child", "today", str(size), script=__file__)
             today["start_x_persisted_open"] = round(today["start_s"] / row["persisted"]["open_s"])
             print(json.dumps({"size": size, "today": today}), flush=True)
     print(json.dumps({"load_average_after": os.getloadavg()}))

@@ -157,9 +157,9 @@ def measure_today(size: int, queries: int) -> dict:
             "decision": timed_decisions(index, probes)}
 
 
-def in_child(*arguments: str) -> dict:
-    """Run a measurement in a fresh process, so its memory and cold start are its own."""
-    output = subprocess.run([sys.executable, __file__, *arguments], check=True, capture_output=True, text=True).stdout
+def in_child(*arguments: str, script: str = __file__) -> dict:
+    """Run a measurement of ``script`` in a fresh process, so its memory and cold start are its own."""
+    output = subprocess.run([sys.executable, script, *arguments], check=True, capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
