@@ -30,17 +30,24 @@ class DedupIndexes:
         self.exact_error_rate = exact_error_rate
         self.retention_days = retention_days
         self.engine: DedupEngine | None = None  # the dedup decision, built by rebuild(); exact and clusterer are its stages
-        self.exact: ExactStage | None = None
-        self.clusterer: SinglePassClusterer | None = None
         self.reuse_enabled = reuse
         self.reuse: StoryReuse | None = None  # built by rebuild(); stays None with NEWSDEDUP_REUSE off
+
+    @property
+    def exact(self) -> ExactStage | None:
+        """The engine's exact stage (None before :meth:`rebuild`)."""
+        return None if self.engine is None else self.engine.exact
+
+    @property
+    def clusterer(self) -> SinglePassClusterer | None:
+        """The engine's near-duplicate clusterer (None before :meth:`rebuild`)."""
+        return None if self.engine is None else self.engine.clusterer
 
     def rebuild(self, store: ArticleStore, stats) -> None:
         """The indexes from the store's rows of the retention window; ``stats``: the crawl's stats collector."""
         since = retention.window_start(self.retention_days)  # None: remember every stored story
         rebuilt = engine_from_store(store, self.features, self.near, since=since, error_rate=self.exact_error_rate)
         self.engine = rebuilt.engine
-        self.exact, self.clusterer = self.engine.exact, self.engine.clusterer
         self.reuse = StoryReuse.rebuild(store, since=since) if self.reuse_enabled else None
         stats.set_value("newsdedup/exact/known_fingerprints", rebuilt.known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", rebuilt.known_centres)
