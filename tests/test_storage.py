@@ -272,3 +272,21 @@ def test_named_state_blobs_persist_and_replace(store_uri):
         store.save_state("esimhash", b"v2")
     with open_store(uri) as store:
         assert store.load_state("esimhash") == b"v2"
+
+
+def test_centres_after_a_mark_and_the_last_committed_id(store_uri):
+    """What a persisted index catches up from: the centres above its high-water mark, and the committed mark."""
+    with open_store(store_uri, batch_size=10) as store:
+        assert store.last_article_id() == 0
+        first = article(store, "http://a/1", b"a" * 16)
+        store.add_article(first)
+        store.add_article(article(store, "http://a/2", b"b" * 16, status=NEAR_DUPLICATE, duplicate_of="http://a/1",
+                                  cluster_id=first.id, similarity=0.8))
+        third = article(store, "http://a/3", b"c" * 16)
+        store.add_article(third)
+        assert store.last_article_id() == 0  # the open batch is not committed yet
+        store.flush()
+        assert store.last_article_id() == third.id
+        assert [c.id for c in store.iter_cluster_centres(after=first.id)] == [third.id]
+        assert [c.id for c in store.iter_cluster_centres(after=0)] == [first.id, third.id]
+        assert [c.id for c in store.iter_cluster_centres(since="2026-01-01T00:00:00+00:00", after=first.id)] == [third.id]

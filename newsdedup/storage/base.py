@@ -336,9 +336,15 @@ class ArticleStore(Protocol):
         """Whether an article-pattern page at exactly ``url`` was handled for good by any earlier run."""
         ...
 
-    def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
+    def iter_cluster_centres(self, *, since: str | None = None, after: int | None = None) -> Iterator[ArticleRecord]:
         """Articles that head a cluster (status unique), in id order, for rebuilding the near index
-        (with ``since``: of clusters active since then)."""
+        (with ``since``: of clusters active since then; with ``after``: only ids above it, a persisted index
+        catching up from its high-water mark)."""
+        ...
+
+    def last_article_id(self) -> int:
+        """The highest committed article id (0 for an empty store): the mark a persisted index of the store is
+        checked against when it opens (ahead of it: rolled back; behind: catches up)."""
         ...
 
     def cluster(self, cluster_id: int) -> ClusterRecord | None: ...

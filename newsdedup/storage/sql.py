@@ -702,20 +702,27 @@ class SQLStore:
         for row in self._read(query, {**names, **reasons}).fetchall():
             yield dict(zip(keys, row))
 
-    def iter_cluster_centres(self, *, since: str | None = None) -> Iterator[ArticleRecord]:
+    def iter_cluster_centres(self, *, since: str | None = None, after: int | None = None) -> Iterator[ArticleRecord]:
         columns = ", ".join(f"a.{c}" for c in ARTICLE_COLUMNS)
+        above = "" if after is None else " AND a.id > ?"
+        tail = () if after is None else (after,)
         if since is None:
-            rows = self._stream(f"SELECT {columns} FROM articles a WHERE a.status = ? ORDER BY a.id", (UNIQUE,))
+            rows = self._stream(f"SELECT {columns} FROM articles a WHERE a.status = ?{above} ORDER BY a.id",
+                                (UNIQUE, *tail))
         else:
             # From the clusters index to the centres' rows by id: never a scan of every article (and its text).
             rows = self._stream(
                 f"""SELECT {columns} FROM articles a
-                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?
+                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?{above}
                     ORDER BY a.id""",
-                (since, UNIQUE),
+                (since, UNIQUE, *tail),
             )
         for row in rows:
             yield article_from_row(row)
+
+    def last_article_id(self) -> int:
+        row = self._read("SELECT MAX(id) FROM articles").fetchone()
+        return int(row[0] or 0)
 
     def cluster(self, cluster_id: int) -> ClusterRecord | None:
         self.flush()
