@@ -91,7 +91,8 @@ def test_pickles_written_into_the_stream_and_the_queue_run_nothing_and_the_crawl
             # Unpickled, the payload would leave the worker without a request or an entry to apply: it could hang.
             wait_for(lambda: processes[0].poll() is not None or marker.exists(), 180)
             assert not marker.exists()  # nothing was unpickled
-            [text] = finish(processes, logs)
+            # Exit status 5: what the run's Redis held that was not its data is a problem the scheduler hears of.
+            [text] = finish(processes, logs, status=5)
         finally:
             kill(processes[0].pid)
 
@@ -100,6 +101,7 @@ def test_pickles_written_into_the_stream_and_the_queue_run_nothing_and_the_crawl
     assert "dropped a queued request that is not one of ours" in text
     assert "dropped stream entry" in text
     assert "2 stream entr(ies) or queued request(s) in Redis were not data" in text  # the closing WARNING
+    assert "problem: 2 entr(ies) of the run's Redis stream or request queue were not data" in text
     assert client.xlen(f"{prefix}:results") == 0  # acknowledged and deleted: no writer reads it again
     rows = export(store_uri)
     assert {urlsplit(r["url"]).path for r in rows} == set(manifest["by_day"][1]["new_article_pages"])

@@ -77,6 +77,8 @@ def test_a_clean_run_is_ok_and_a_closespider_limit_is_the_users_choice():
      "site sina: 2 page(s) held for the site's template were not read before the crawl closed (closespider_timeout)"),
     (RunFacts("finished", [ok_site()], requests_lost=7), ExitCode.PAGES_NOT_PROCESSED,
      "7 scheduled request(s) were lost with the failing JOBDIR queue"),
+    (RunFacts("finished", [ok_site()], undecodable=2), ExitCode.PAGES_NOT_PROCESSED,
+     "2 entr(ies) of the run's Redis stream or request queue were not data a newsdedup process writes"),
 ])
 def test_what_fails_a_run(facts, code, says):
     verdict = judge(facts)

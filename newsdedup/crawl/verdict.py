@@ -66,6 +66,7 @@ class RunVerdict:
             finish_reason=reason, sites=tallies, not_saved=not_saved, store_error=state.store_error,
             worker_lost=analyse.worker_lost if analyse is not None else None, had_links_before=had_links,
             requests_lost=stats.get_value(scheduler.STATS_PREFIX + "requests_lost", 0),
+            undecodable=stats.get_value(runstats.REDIS_UNDECODABLE, 0),
             max_http_error_share=state.settings.max_http_error_share,
             output_failures=[*self.outputs.problems(), *feed_storage_failures(stats.get_stats())],
         )

@@ -17,7 +17,8 @@ code  name                   meaning
 5     pages_not_processed    the worker pool was lost, or pages hit extraction errors, crashed workers or
                              the per-page time limit (listed by ``newsdedup failures``, tried again later),
                              or a failing JOBDIR queue lost scheduled requests, or the crawl closed (not
-                             stopped by someone) with pages still held for a site's template
+                             stopped by someone) with pages still held for a site's template, or entries
+                             of a distributed run's Redis were not newsdedup's data and were dropped unread
 6     site_failed            a site found no article links, or too many of its requests failed, or one of its
                              list sources (JSON feed, page data, RSS, sitemap) could not be read
 7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished; pages held for a
@@ -77,6 +78,9 @@ class RunFacts:
     store_error: str | None = None  # why
     worker_lost: str | None = None  # why the pool is gone, if it is
     requests_lost: int = 0  # scheduled requests a failing JOBDIR disk queue took with it (newsdedup.crawl.scheduler)
+    # Entries of a distributed run's Redis (result stream, request queue) that were not data a newsdedup process writes
+    # and were dropped unread (newsdedup.distributed.wire): a page among them is not recorded.
+    undecodable: int = 0
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
     max_http_error_share: float = defaults.NEWSDEDUP_MAX_HTTP_ERROR_SHARE
     # What failed after newsdedup's pipelines, one problem each (newsdedup.crawl.outputs).
@@ -103,6 +107,11 @@ def judge(facts: RunFacts) -> Verdict:
         found.append((ExitCode.PAGES_NOT_PROCESSED,
                       f"{facts.requests_lost} scheduled request(s) were lost with the failing JOBDIR queue; "
                       "the next run finds them again on the list pages"))
+    if facts.undecodable:
+        found.append((ExitCode.PAGES_NOT_PROCESSED,
+                      f"{facts.undecodable} entr(ies) of the run's Redis stream or request queue were not data a "
+                      "newsdedup process writes and were dropped unread (a process of another newsdedup version, or "
+                      "someone else writing to this Redis); a page among them is fetched again by the next run"))
     for tally in facts.sites:
         errors = {reason: n for reason, n in tally.skipped.items() if reason in PROCESSING_ERRORS}
         if errors:
