@@ -16,17 +16,17 @@ know of a pair, separates those from reprints:
   smaller and of the larger text they cover, and where they lie in the larger text (the share before the first
   passage, ``lead``, and after the last, ``tail``: an abridged copy is the start of its article).
 
-A rule vetoes a match when any of its conditions holds (``cover_small < 0.85``: the aligned passages cover under
-85% of the smaller text).  Conditions come from a fixed grid per feature, each feature in the direction that
-means "less of a copy" (:data:`GRID`).  Rules of one, two and three conditions are fitted on the tune half (the
-highest tune F1 among rules reaching tune precision 0.98, else the highest tune F1; ties: fewer conditions, then
-the grid's order), their over-fitting is measured by 5-fold cross-validation *within* the tune half (fitted on
-four folds, scored on the fifth, counts pooled), and only then is the fitted rule scored on the test half.  The
-last column bounds each form from above: the rule of that form fitted on the test half itself (chosen by nothing).
+A rule vetoes a match when one of its clauses holds, a clause being one condition or two joined by *and*
+(``cover_small < 0.85``: the aligned passages cover under 85% of the smaller text).  Conditions come from a fixed
+grid per feature, each feature in the direction that means "less of a copy" (:data:`GRID`); the rule forms are
+:data:`FORMS`, the feature sets :data:`FEATURE_SETS`.  Each form's rules are fitted on the tune half (the highest
+tune F1 among rules reaching tune precision 0.98, else the highest tune F1; ties: fewer conditions, then the
+grid's order), their over-fitting is measured by 5-fold cross-validation *within* the tune half (fitted on four
+folds, scored on the fifth, counts pooled), and only then is the fitted rule scored on the test half.  The last
+column bounds each form from above: the rule of that form fitted on the test half itself (chosen by nothing).
 
 ``python -m newsdedup.evaluation.near_veto DATA_DIR`` prints the table (about 15 s of CPU; ``--tune-only`` hides
-the test half, as while choosing); the figures and what
-they mean are in docs/evaluation.md ("Vetoing a match by a fitted rule").  Pairs are decided as
+the test half, as while choosing); the figures and what they mean are in docs/evaluation.md ("Vetoing a match by a fitted rule").  Pairs are decided as
 :mod:`newsdedup.evaluation.real_pair_scores` decides them (the product's DedupEngine and Single-Pass); the veto
 itself is computed here, outside the product: none reached the issue's bar, so none was built into it.
 """
@@ -47,7 +47,7 @@ from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.reuse import ReuseIndex
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs import multiset_jaccard
-from newsdedup.evaluation.real_pair_scores import MIN_PRECISION, PairJudge, Score, score
+from newsdedup.evaluation.real_pair_scores import MIN_PRECISION, PairJudge, Score
 from newsdedup.evaluation.real_pairs import SOGOU, SPLITS, load_labels, load_texts
 
 #: Per feature: the direction in which it says "less of a copy" (veto when the value is below / above the
@@ -163,7 +163,8 @@ def conditions() -> list[Condition]:
 #: A rule is a tuple of clauses, a clause a tuple of conditions: the match is vetoed when every condition of
 #: some clause holds.  The forms tried (``A``, ``B``, ``C``: conditions on distinct features).
 FORMS = ("A", "A or B", "A and B", "A or B or C", "A or (B and C)")
-#: The features the SpotSigs index itself holds (a veto on them needs no text in the near stage), and all.
+#: The feature sets tried: the figures the SpotSigs index itself holds (a veto on them needs no text in the near
+#: stage), with the headline (a crawl item has its title), with the alignment (needs both texts), and all.
 SPOT_FEATURES = ("jaccard", "containment", "length_ratio", "small_spots")
 ALIGNMENT_FEATURES = ("cover_small", "cover_large", "lead", "tail")
 FEATURE_SETS = {"spots": SPOT_FEATURES, "spots+headline": SPOT_FEATURES + ("headline",),
