@@ -122,3 +122,10 @@ def test_the_study_decides_pairs_as_the_pairs_stage_does(shared_data: Path):
     stage = evaluate_real_pairs(shared_data, labels=few, settings=[NearSettings()])[0]
     assert len(rows) == 2 and rows[1]["rule"].startswith(("veto if jaccard", "none"))
     assert {k: shipped["tune"][k] for k in ("tp", "fp", "fn")} == {k: stage["tune"][k] for k in ("tp", "fp", "fn")}
+
+
+def test_the_command_rejects_an_unknown_flag_and_a_folder_without_the_data(tmp_path: Path, capsys):
+    assert near_veto.main(["--certain", str(tmp_path)]) == 2
+    assert "usage:" in capsys.readouterr().err
+    assert near_veto.main(["--tune-only", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("newsdedup: error: ")

@@ -26,7 +26,7 @@ folds, scored on the fifth, counts pooled), and only then is the fitted rule sco
 column bounds each form from above: the rule of that form fitted on the test half itself (chosen by nothing).
 
 ``python -m newsdedup.evaluation.near_veto DATA_DIR`` prints the table (about 15 s of CPU; ``--tune-only`` hides
-the test half, as while choosing); the figures and what they mean are in docs/evaluation.md ("Vetoing a match by a fitted rule").  Pairs are decided as
+the test half, as while choosing; ``--certain-only`` leaves out the pairs labelled borderline or uncertain); the figures and what they mean are in docs/evaluation.md ("Vetoing a match by a fitted rule").  Pairs are decided as
 :mod:`newsdedup.evaluation.real_pair_scores` decides them (the product's DedupEngine and Single-Pass); the veto
 itself is computed here, outside the product: none reached the issue's bar, so none was built into it.
 """
@@ -316,13 +316,17 @@ def _cells(s: Mapping, *, reuse: bool = False) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    tune_only = "--tune-only" in args
-    args = [arg for arg in args if arg != "--tune-only"]
-    if len(args) != 1:
-        print("usage: python -m newsdedup.evaluation.near_veto [--tune-only] DATA_DIR", file=sys.stderr)
+    flags = {arg for arg in args if arg.startswith("--")}
+    args = [arg for arg in args if not arg.startswith("--")]
+    if len(args) != 1 or flags - {"--tune-only", "--certain-only"}:
+        print("usage: python -m newsdedup.evaluation.near_veto [--tune-only] [--certain-only] DATA_DIR",
+              file=sys.stderr)
         return 2
+    # --certain-only: without the pairs whose label is marked borderline or uncertain (as real_pair_scores' second
+    # table); the issue's bar counts every pair.
+    labels = [row for row in load_labels() if "--certain-only" not in flags or row.get("certain", True)]
     try:
-        rows = study(args[0], test=not tune_only)
+        rows = study(args[0], labels=labels, test="--tune-only" not in flags)
     except ValueError as error:
         print(f"newsdedup: error: {error}", file=sys.stderr)
         return 2
