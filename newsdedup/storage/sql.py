@@ -720,6 +720,19 @@ class SQLStore:
         for row in rows:
             yield article_from_row(row)
 
+    def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
+        if since is None:
+            rows = self._stream("SELECT id FROM articles WHERE status = ? ORDER BY id", (UNIQUE,))
+        else:
+            rows = self._stream(
+                """SELECT a.id FROM articles a
+                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?
+                    ORDER BY a.id""",
+                (since, UNIQUE),
+            )
+        for (article_id,) in rows:
+            yield int(article_id)
+
     def last_article_id(self) -> int:
         row = self._read("SELECT MAX(id) FROM articles").fetchone()
         return int(row[0] or 0)
