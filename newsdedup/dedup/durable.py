@@ -19,8 +19,12 @@ def write_durably(path: Path, write: Callable[[BinaryIO], object]) -> None:
     os.replace(temporary, path)
 
 
-def fsync_folder(folder: Path) -> None:
-    """Make the folder's entries (files created, renamed, removed in it) durable."""
+def fsync_folder(folder: Path, *, files: bool = False) -> None:
+    """Make the folder's entries (files created, renamed, removed in it) durable; ``files``: its files' contents too."""
+    if files:
+        for child in folder.iterdir():
+            with open(child, "rb") as handle:
+                os.fsync(handle.fileno())
     descriptor = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(descriptor)
