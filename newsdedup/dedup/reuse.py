@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
@@ -373,8 +374,6 @@ class ReuseIndex:
         self._segments: list[_Segment] = []
         self._dead_postings = 0
         self._postings = 0
-        self._saves = 0  # snapshots written (names the stories' file of the next one)
-        self._next_segment = 0  # names the next segment file
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -504,22 +503,21 @@ class ReuseIndex:
         self._segments = [segment for segment in self._segments if len(segment)]
         for segment in self._segments:
             if segment.file is None:
-                segment.file = f"segment-{self._next_segment}"
-                self._next_segment += 1
+                # A name no other snapshot used: a rebuild writing over a stale snapshot's files could otherwise
+                # mix them under its meta, were it to be read before the new meta replaces it.
+                segment.file = f"segment-{secrets.token_hex(8)}"
                 for name in _SEGMENT_ARRAYS:
                     write_durably(folder / f"{segment.file}-{name}.npy",
                                   lambda handle, values=getattr(segment, name): np.save(handle, values))
                 # From now on read from the file: the segment's memory goes back to the page cache.
                 for name in _SEGMENT_ARRAYS:
                     setattr(segment, name, _mapped(folder / f"{segment.file}-{name}.npy"))
-        self._saves += 1
-        stories = f"stories-{self._saves}.npz"
+        stories = f"stories-{secrets.token_hex(8)}.npz"
         n = len(ids)
         arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n]}
         write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
         meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "stories": stories,
-                "count": n, "segments": [segment.file for segment in self._segments], "saves": self._saves,
-                "next_segment": self._next_segment, "postings": self._postings,
+                "count": n, "segments": [segment.file for segment in self._segments], "postings": self._postings,
                 "dead_postings": self._dead_postings}
         write_durably(folder / _META, lambda handle: handle.write(json.dumps(meta).encode()))
         fsync_folder(folder)
@@ -562,7 +560,6 @@ class ReuseIndex:
                     raise ValueError(f"segment {name}'s arrays do not match")
                 index._segments.append(_Segment(**arrays, file=name))
             postings, dead = int(meta["postings"]), int(meta["dead_postings"])
-            saves, next_segment = int(meta["saves"]), int(meta["next_segment"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise SnapshotError(f"the index saved in {folder} cannot be read: {error}") from None
         live = stories["alive"] & (stories["ids"] >= 0)
@@ -572,7 +569,6 @@ class ReuseIndex:
         times = times[~np.isnan(times)]
         index._oldest = float(times.min()) if len(times) else math.inf
         index._postings, index._dead_postings = postings, dead
-        index._saves, index._next_segment = saves, next_segment
         return index, meta
 
     def live_ids(self) -> np.ndarray:
