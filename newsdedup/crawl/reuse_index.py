@@ -105,11 +105,11 @@ class StoryReuse:
             expired = len(gone)
             missing = active[(active <= mark) & ~np.isin(active, held, assume_unique=True)]
             if len(missing):
-                # Rare (a wider window than the snapshot's): read them with the window's centres, texts and all.
+                # Rare (a window wider than the snapshot's): read them with the window's centres from the first one.
                 wanted = set(missing.tolist())
+                centres = self.store.iter_cluster_centres(since=since, after=int(missing.min()) - 1)
                 back = self.tracker.restore((record.id, record.text, record.fetched_at)
-                                            for record in self.store.iter_cluster_centres(since=since)
-                                            if record.id in wanted)
+                                            for record in centres if record.id in wanted)
         caught_up = self.tracker.restore((record.id, record.text, record.fetched_at)
                                          for record in self.store.iter_cluster_centres(since=since, after=mark))
         return len(ahead), expired, back, caught_up

@@ -343,8 +343,9 @@ class ArticleStore(Protocol):
         ...
 
     def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
-        """The ids of the articles :meth:`iter_cluster_centres` yields, in id order, without reading their rows: what
-        a persisted index of the stories checks its own against when it opens (the retention window moved)."""
+        """The ids of the articles :meth:`iter_cluster_centres` yields (any order), from the clusters of the window
+        without reading the articles: what a persisted index of the stories checks its own against when it opens
+        (the retention window moved)."""
         ...
 
     def last_article_id(self) -> int:
