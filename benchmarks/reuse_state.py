@@ -108,7 +108,8 @@ def measure(kind: str, db: Path, folder: Path) -> dict:
     seconds = time.perf_counter() - started
     after = memory()
     return {"kind": kind, "seconds": round(seconds, 2), "stories": len(reuse.index), "postings": reuse.index.postings,
-            "rss_mb_before": round(before["rss"] / 2**20), "anon_mb_added": round((after["rss_anon"] - before["rss_anon"]) / 2**20, 1),
+            "rss_mb_before": round(before["rss"] / 2**20),
+            "anon_mb_added": round((after["rss_anon"] - before["rss_anon"]) / 2**20, 1),
             "file_mb_added": round((after["rss_file"] - before["rss_file"]) / 2**20, 1),
             "peak_rss_mb": round(peak_rss() / 2**20)}
 

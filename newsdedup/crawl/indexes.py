@@ -33,7 +33,7 @@ class DedupIndexes:
         self.engine: DedupEngine | None = None  # the dedup decision, built by rebuild(); exact and clusterer are its stages
         self.reuse_enabled = reuse
         self.reuse: StoryReuse | None = None  # built by rebuild(); stays None with NEWSDEDUP_REUSE off
-        self.state_dir = state_dir  # where the indexes are saved and opened back from (NEWSDEDUP_STATE_DIR); None: rebuilt
+        self.state_dir = state_dir  # where indexes are saved and opened from (NEWSDEDUP_STATE_DIR); None: rebuilt
 
     @property
     def exact(self) -> ExactStage | None:
