@@ -9,7 +9,8 @@ start does with ``NEWSDEDUP_STATE_DIR``). ``--synthetic N``: a store of N storie
 and a snapshot whose arrays are drawn at random (``--postings`` a story, as a Sina story has; winnowing a million
 texts would take 12 minutes), saved ``--behind`` stories before the store's last one, so the open also catches up
 that many real texts from the store. Memory: the measuring process's resident memory before and after (anonymous:
-its own; file: the mapped segment pages it touched) and its peak (VmHWM). Everything is built under ``--folder`` (default:
+its own; file: the mapped segment pages it touched) and its peak (VmHWM), measured before 200 lookups of
+stored texts (wall ms, p50 and p99). Everything is built under ``--folder`` (default:
 a temporary folder, removed after). Without the shared data (``../shared/data``) it says so and stops.
 """
 
@@ -107,11 +108,21 @@ def measure(kind: str, db: Path, folder: Path) -> dict:
     reuse = StoryReuse.rebuild(store, since=since) if kind == "rebuild" else StoryReuse.open(store, folder, since=since)
     seconds = time.perf_counter() - started
     after = memory()
+    # Lookups of stored texts, as a crawl's pages (a reprint's own story left out): the mapped segments at work.
+    texts = [store.article_text(int(story_id)) for story_id in reuse.index.live_ids()[::max(1, len(reuse.index) // 200)]]
+    timings = []
+    for text in texts:
+        begun = time.perf_counter()
+        reuse.find(text, story=None)
+        timings.append(1000 * (time.perf_counter() - begun))
     return {"kind": kind, "seconds": round(seconds, 2), "stories": len(reuse.index), "postings": reuse.index.postings,
             "rss_mb_before": round(before["rss"] / 2**20),
             "anon_mb_added": round((after["rss_anon"] - before["rss_anon"]) / 2**20, 1),
             "file_mb_added": round((after["rss_file"] - before["rss_file"]) / 2**20, 1),
-            "peak_rss_mb": round(peak_rss() / 2**20)}
+            "anon_mb_after_finds": round((memory()["rss_anon"] - before["rss_anon"]) / 2**20, 1),
+            "file_mb_after_finds": round((memory()["rss_file"] - before["rss_file"]) / 2**20, 1),
+            "find_ms_p50": round(float(np.percentile(timings, 50)), 1),
+            "find_ms_p99": round(float(np.percentile(timings, 99)), 1), "peak_rss_mb": round(peak_rss() / 2**20)}
 
 
 def peak_rss() -> int:
