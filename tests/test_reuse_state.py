@@ -193,3 +193,24 @@ def test_the_library_tracker_saves_and_opens_with_its_clock(tmp_path):
     # A page of Nov 5 arriving now is outside the window the saved clock (Nov 20) sets: found against, not kept.
     reopened.process(5, "迟到的一篇：" + later, "2026-11-05T08:00:00+00:00")
     assert len(reopened) == 1
+
+
+def test_segments_stay_under_their_cap_and_find_what_one_unbounded_index_finds(tmp_path, rng):
+    """A saved index of a million stories must never merge its segments into one array in memory: merges stop at
+    max_segment_postings, and a mostly dead index is compacted segment by segment (saved ones untouched stay
+    mapped)."""
+    texts = {i: story(rng) for i in range(1, 41)}
+    capped, unbounded = ReuseIndex(max_segment_postings=300, text_of=texts.get), ReuseIndex(text_of=texts.get)
+    for story_id, text in texts.items():
+        capped.add(story_id, text, when=story_id)
+        unbounded.add(story_id, text, when=story_id)
+    assert max(map(len, capped._segments)) <= 300 < max(map(len, unbounded._segments))
+    queries = [quoting(rng, text) for text in texts.values()]
+    assert [capped.find(q) for q in queries] == [unbounded.find(q) for q in queries]
+    capped.save(tmp_path)
+    capped, _ = ReuseIndex.open(tmp_path, max_segment_postings=300, text_of=texts.get)
+    held = capped.postings
+    assert capped.expire(before=30) == unbounded.expire(before=30) == 29
+    assert sum(map(len, capped._segments)) == capped.postings == unbounded.postings < held / 2  # dead ones dropped
+    assert any(segment.file for segment in capped._segments)  # a segment without dead postings stays mapped
+    assert [capped.find(q) for q in queries] == [unbounded.find(q) for q in queries]

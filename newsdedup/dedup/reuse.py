@@ -354,16 +354,19 @@ class ReuseIndex:
     def __init__(self, *, k: int = K, w: int = W, min_chars: int = MIN_CHARS, min_passage: int = MIN_PASSAGE,
                  min_fraction: float = MIN_FRACTION, max_sources: int = MAX_SOURCES, min_seeds: int = 3,
                  min_block: int = 8, max_gap: int = 40, drift: int = 8, min_cjk: float = 0.3,
-                 text_of: Callable[[Hashable], str] | None = None) -> None:
-        if min(k, w, min_seeds, min_block, max_sources) < 1 or min(min_chars, min_passage, max_gap, drift) < 0 \
+                 text_of: Callable[[Hashable], str] | None = None, max_segment_postings: int = 1 << 24) -> None:
+        if min(k, w, min_seeds, min_block, max_sources, max_segment_postings) < 1 or min(min_chars, min_passage, max_gap, drift) < 0 \
                 or not 0 <= min_fraction <= 1:
-            raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources must be >= 1; "
+            raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources, max_segment_postings must be >= 1; "
                              "min_chars, min_passage, max_gap, drift >= 0; min_fraction in [0, 1]")
         self.k, self.w, self.min_chars, self.max_sources = k, w, min_chars, max_sources
         self.min_passage, self.min_fraction = min_passage, min_fraction
         self.min_seeds, self.min_block, self.max_gap, self.drift, self.min_cjk = (
             min_seeds, min_block, max_gap, drift, min_cjk)
         self._text_of = text_of
+        # A merge builds its segment in memory: capped, a saved index of a million stories (160 million postings in
+        # ten 16-million segments of 256 MB) never reads its segments into one 2.5 GB array.
+        self.max_segment_postings = max_segment_postings
         self._shifts = sorted(range(-drift, drift + 1), key=abs)
         self._forms: dict[Hashable, tuple[str, _Offsets]] = {}  # without text_of: each story's normalised text
         self._ids = _StoryIds()
@@ -426,8 +429,9 @@ class ReuseIndex:
                                        positions[order].astype(np.uint32)))
         self._postings += len(hashes)
         # Log-structured: a segment merges into the one before it while that one is not twice as large, so there
-        # are O(log n) segments and every posting is rewritten O(log n) times.
-        while len(self._segments) > 1 and len(self._segments[-2]) <= 2 * len(self._segments[-1]):
+        # are O(log n) segments and every posting is rewritten O(log n) times; up to max_segment_postings.
+        while len(self._segments) > 1 and len(self._segments[-2]) <= 2 * len(self._segments[-1]) \
+                and len(self._segments[-2]) + len(self._segments[-1]) <= self.max_segment_postings:
             last = self._segments.pop()
             self._segments[-1] = self._merge([self._segments[-1], last])
         return True
@@ -444,6 +448,16 @@ class ReuseIndex:
         order = np.argsort(keys, kind="stable")
         return _Segment(keys[order], seqs[order], positions[order])
 
+    def _compacted(self, segment: _Segment) -> _Segment:
+        """The segment without its removed stories' postings (itself, still mapped if saved, when it has none)."""
+        live = self._alive[segment.seqs]
+        if live.all():
+            return segment
+        dead = int((~live).sum())
+        self._dead_postings -= dead
+        self._postings -= dead
+        return _Segment(segment.keys[live], segment.seqs[live], segment.positions[live])  # still sorted
+
     def remove(self, story_id: Hashable) -> bool:
         """Forget a story (its postings go at the next merge); False when it is not indexed."""
         seq = self._ids.pop(story_id)
@@ -452,9 +466,9 @@ class ReuseIndex:
         self._alive[seq] = False
         self._forms.pop(story_id, None)
         self._dead_postings += int(self._counts[seq])
-        if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite everything once
-            merged = self._merge(self._segments) if self._segments else None
-            self._segments = [merged] if merged is not None and len(merged) else []
+        if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite each segment once, without them
+            compacted = (self._compacted(segment) for segment in self._segments)
+            self._segments = [segment for segment in compacted if len(segment)]
         return True
 
     def touch(self, story_id: Hashable, when: datetime | float | str) -> bool:
