@@ -169,9 +169,15 @@ def test_an_unreadable_snapshot_or_other_parameters_rebuild(tmp_path, rng, caplo
         reuse = StoryReuse.open(store, folder, since=None)
         assert "cannot be read" in caplog.text and not opened(caplog)
         same_as_rebuild(store, reuse, since=None, queries=[quoting(rng, text) for text in texts])
+        reuse.checkpoint()
+        next(folder.glob("stories-*.npz")).write_bytes(b"PK torn")
+        StoryReuse.open(store, folder, since=None)
+        reuse.checkpoint()
+        next(folder.glob("segment-*-seqs.npy")).write_bytes(b"")
+        StoryReuse.open(store, folder, since=None)
         (folder / "meta.json").write_text("{")
         StoryReuse.open(store, folder, since=None)
-        assert caplog.text.count("cannot be read") == 2
+        assert caplog.text.count("cannot be read") == 4 and not opened(caplog)
 
 
 def test_the_library_tracker_saves_and_opens_with_its_clock(tmp_path):

@@ -57,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import zipfile
 from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
@@ -574,7 +575,7 @@ class ReuseIndex:
                     raise ValueError(f"segment {name}'s arrays do not match")
                 index._segments.append(_Segment(**arrays, file=name))
             postings, dead = int(meta["postings"]), int(meta["dead_postings"])
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # torn, truncated
             raise SnapshotError(f"the index saved in {folder} cannot be read: {error}") from None
         live = stories["alive"] & (stories["ids"] >= 0)
         index._ids = _StoryIds(stories["ids"], live)
