@@ -66,7 +66,7 @@ def build_store(path: Path, *, articles: int, recent: int, data: Path) -> None:
         rows.append((i, url, site, f"新闻 {i}", texts[i % len(texts)], None, None, None, url, fetched,
                      i.to_bytes(16, "big"), "near_duplicate" if near else "unique", centre[2] if near else None,
                      cluster, 0.6 if near else None, "spotsigs", None, pack_spots(doc), 0.6 if near else None,
-                     "jaccard" if near else None, fetched, "fetched"))
+                     "jaccard" if near else None, url, fetched, "fetched"))  # ..., fetched_url, dated_at, date_basis
         if near:
             clusters[-1] = (cluster, centre[2], centre[3], "fetched", 2, centre[3], fetched)
         else:

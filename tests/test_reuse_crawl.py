@@ -147,3 +147,35 @@ def test_a_story_stored_earlier_in_the_same_crawl_is_found_while_its_batch_is_st
     rows = {row["url"]: row for row in export_rows(db)}
     assert [reuse["source_url"] for reuse in rows[commentary_url]["reuses"]] == [report_url]
     assert rows[report_url]["reuses"] == []
+
+
+ROUNDUP = [
+    "一周城市观察：本周我市交通和城市治理领域有几件事值得关注，我们摘编如下，供读者参考。",
+    *REPORT[4:6],
+    *COMMENTARY[6:8],
+    "下周我们将继续关注轨道交通沿线的配套建设情况，欢迎读者来信提供线索。",
+]
+
+
+def test_crawls_opening_the_saved_reuse_index_record_what_crawls_rebuilding_it_record(tmp_path):
+    """Three crawls, each adding a story that quotes the earlier ones, with the index saved beside the database
+    (the default) and with NEWSDEDUP_STATE_DIR=none (rebuilt at each start): the same reuse records."""
+    sites_file = tmp_path / "sites.toml"
+    logs: dict[str, list[str]] = {"saved": [], "none": []}
+    with LocalSite(("qingchuan", "pinglun", "zhoukan")) as site:
+        site.publish("qingchuan", 1, "青川地铁二号线今天开通", REPORT, "2026-11-20 09:00")
+        site.publish("pinglun", 1, "地铁开通之后还要做什么", COMMENTARY, "2026-11-21 08:00")
+        site.publish("zhoukan", 1, "一周城市观察", ROUNDUP, "2026-11-22 08:00")
+        for sites in (("qingchuan",), ("qingchuan", "pinglun"), ("qingchuan", "pinglun", "zhoukan")):
+            sites_file.write_text(site.sites_toml(sites), encoding="utf-8")
+            logs["saved"].append(crawl(sites_file, tmp_path / "saved.sqlite"))
+            logs["none"].append(crawl(sites_file, tmp_path / "none.sqlite", "-s", "NEWSDEDUP_STATE_DIR=none"))
+    assert (tmp_path / "saved.sqlite.state" / "reuse" / "meta.json").exists()
+    assert not (tmp_path / "none.sqlite.state").exists()
+    assert all("passage-reuse index opened from" in log for log in logs["saved"][1:])
+    assert not any("passage-reuse index opened from" in log for log in logs["none"])
+    records = {name: sorted((row["url"], row["status"], json.dumps(row["reuses"], sort_keys=True))
+                            for row in export_rows(tmp_path / f"{name}.sqlite")) for name in logs}
+    assert records["saved"] == records["none"]
+    reuses = {url: json.loads(reuses) for url, _, reuses in records["saved"]}
+    assert sorted(len(found) for found in reuses.values()) == [0, 1, 2]  # the roundup quotes both earlier stories

@@ -290,3 +290,25 @@ def test_centres_after_a_mark_and_the_last_committed_id(store_uri):
         assert [c.id for c in store.iter_cluster_centres(after=first.id)] == [third.id]
         assert [c.id for c in store.iter_cluster_centres(after=0)] == [first.id, third.id]
         assert [c.id for c in store.iter_cluster_centres(since="2026-01-01T00:00:00+00:00", after=first.id)] == [third.id]
+
+
+def test_the_centre_ids_are_the_centres_a_rebuild_reads_without_their_rows(store_uri):
+    """What a persisted passage-reuse index checks its stories against when it opens: the window's centres."""
+    with open_store(store_uri) as store:
+        old = article(store, "http://a/1", b"a" * 16, fetched_at="2026-10-01T00:00:00+00:00")
+        store.add_article(old)
+        recent = article(store, "http://a/2", b"b" * 16)
+        store.add_article(recent)
+        store.add_article(article(store, "http://a/3", b"c" * 16, status=NEAR_DUPLICATE, duplicate_of="http://a/2",
+                                  cluster_id=recent.id, similarity=0.8))
+        kept = article(store, "http://a/4", b"d" * 16, fetched_at="2026-10-01T00:00:00+00:00")
+        store.add_article(kept)  # an old story with a recent copy stays in the window
+        store.add_repeat(RepeatRecord("http://b/4", "b", "转载", None, None, None, None,
+                                      "2026-11-22T00:00:00+00:00", b"d" * 16, "http://a/4"))
+        store.flush()
+        since = "2026-11-01T00:00:00+00:00"
+        assert sorted(store.iter_centre_ids()) == [c.id for c in store.iter_cluster_centres()] == [
+            old.id, recent.id, kept.id]
+        assert sorted(store.iter_centre_ids(since=since)) == [c.id for c in store.iter_cluster_centres(since=since)] == [
+            recent.id, kept.id]
+        assert [c.id for c in store.iter_cluster_centres(since=since, after=recent.id)] == [kept.id]

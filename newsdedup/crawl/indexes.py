@@ -10,6 +10,7 @@ statistics cover every article seen, not only the centres a rebuild could re-add
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from newsdedup.crawl.reuse_index import StoryReuse
 from newsdedup.dedup.engine import DedupEngine, ExactStage
@@ -24,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 class DedupIndexes:
     def __init__(self, features: FeatureConfig, near: NearSettings, *, exact_error_rate: float,
-                 retention_days: float | None, reuse: bool = True) -> None:
+                 retention_days: float | None, reuse: bool = True, state_dir: Path | None = None) -> None:
         self.features = features
         self.near = near
         self.exact_error_rate = exact_error_rate
@@ -32,6 +33,7 @@ class DedupIndexes:
         self.engine: DedupEngine | None = None  # the dedup decision, built by rebuild(); exact and clusterer are its stages
         self.reuse_enabled = reuse
         self.reuse: StoryReuse | None = None  # built by rebuild(); stays None with NEWSDEDUP_REUSE off
+        self.state_dir = state_dir  # where indexes are saved and opened from (NEWSDEDUP_STATE_DIR); None: rebuilt
 
     @property
     def exact(self) -> ExactStage | None:
@@ -48,16 +50,24 @@ class DedupIndexes:
         since = retention.window_start(self.retention_days)  # None: remember every stored story
         rebuilt = engine_from_store(store, self.features, self.near, since=since, error_rate=self.exact_error_rate)
         self.engine = rebuilt.engine
-        self.reuse = StoryReuse.rebuild(store, since=since) if self.reuse_enabled else None
+        self.reuse = StoryReuse.open(store, None if self.state_dir is None else self.state_dir / "reuse",
+                                     since=since) if self.reuse_enabled else None
         stats.set_value("newsdedup/exact/known_fingerprints", rebuilt.known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", rebuilt.known_centres)
         logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
                     rebuilt.known_fingerprints, rebuilt.known_centres, f" (stories active since {since})" if since else "")
 
     def save(self, store: ArticleStore) -> None:
-        """Keep what a rebuild cannot recover (E-Simhash's detector); committed with the store's next flush."""
+        """Keep what a rebuild cannot recover (E-Simhash's detector; committed with the store's next flush) and save
+        the passage-reuse index to the state folder (its stories above the store's last commit are read again
+        at the next open)."""
         if self.engine is not None:
             save_engine_state(store, self.engine)
+        if self.reuse is not None:
+            try:
+                self.reuse.checkpoint()
+            except OSError as error:  # the next start rebuilds it, or catches up from the previous snapshot
+                logger.error("passage-reuse index not saved: %s", error)
 
     def publish_stats(self, stats) -> None:
         if self.exact is not None:

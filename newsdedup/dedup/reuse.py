@@ -54,20 +54,25 @@ True
 
 from __future__ import annotations
 
+import json
 import math
+import secrets
+import zipfile
 from bisect import bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from os.path import commonprefix
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from newsdedup.dedup.durable import fsync_folder, write_durably
 from newsdedup.text.normalize import exact_form_with_offsets
 
-__all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "qualify", "winnow"]
+__all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "SnapshotError", "qualify", "winnow"]
 
 #: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
 K = 8
@@ -76,6 +81,12 @@ MIN_CHARS = 80
 MIN_PASSAGE = 60
 MIN_FRACTION = 0.08
 MAX_SOURCES = 16
+
+#: The saved index's layout (:meth:`ReuseIndex.save`); a change of it, or of how :func:`winnow` hashes, bumps it.
+SNAPSHOT_FORMAT = 1
+_META = "meta.json"
+_SEGMENT_ARRAYS = {"keys": np.uint64, "seqs": np.uint32, "positions": np.uint32}
+_STORY_ARRAYS = ("ids", "alive", "when", "counts")
 
 _U64 = np.uint64
 _BASE = _U64(0x100000001B3)  # FNV prime: the polynomial base of the k-gram hash
@@ -227,14 +238,98 @@ def _linked(seqs: np.ndarray, q: np.ndarray, s: np.ndarray, *, reach: int, drift
     return linked
 
 
+class _StoryIds:
+    """Story id <-> sequence number (a story's row in the per-story arrays and the postings).
+
+    Stories added in this process are a dict; the stories of an opened snapshot (:meth:`ReuseIndex.open`) are
+    integer ids in one ``int64`` array looked up by bisection (a dict of a million ints would take ~100 MB
+    and a second to build at every start)."""
+
+    __slots__ = ("_base", "_base_sorted", "_base_order", "_base_live", "_base_count", "_seq_of", "_later")
+
+    def __init__(self, base: np.ndarray | None = None, live: np.ndarray | None = None) -> None:
+        self._base = np.empty(0, np.int64) if base is None else base
+        self._base_order = np.argsort(self._base, kind="stable")
+        self._base_sorted = self._base[self._base_order]
+        self._base_live = np.ones(len(self._base), bool) if live is None else live[: len(self._base)].copy()
+        self._base_count = int(self._base_live.sum())
+        self._seq_of: dict[Hashable, int] = {}
+        self._later: list[Hashable | None] = []  # ids of the sequence numbers after the base's
+
+    def __len__(self) -> int:
+        return self._base_count + len(self._seq_of)
+
+    def __contains__(self, story_id: object) -> bool:
+        return self.get(story_id) is not None
+
+    def _base_seq(self, story_id: object) -> int | None:
+        if not len(self._base) or not isinstance(story_id, (int, np.integer)) or isinstance(story_id, bool):
+            return None
+        at = int(np.searchsorted(self._base_sorted, story_id))
+        if at < len(self._base_sorted) and self._base_sorted[at] == story_id:
+            seq = int(self._base_order[at])
+            return seq if self._base_live[seq] else None
+        return None
+
+    def get(self, story_id: object) -> int | None:
+        seq = self._seq_of.get(story_id)  # type: ignore[arg-type]
+        return seq if seq is not None else self._base_seq(story_id)
+
+    def add(self, story_id: Hashable) -> int:
+        seq = len(self._base) + len(self._later)
+        self._later.append(story_id)
+        self._seq_of[story_id] = seq
+        return seq
+
+    def pop(self, story_id: Hashable) -> int | None:
+        seq = self._seq_of.pop(story_id, None)
+        if seq is not None:
+            self._later[seq - len(self._base)] = None
+            return seq
+        seq = self._base_seq(story_id)
+        if seq is not None:
+            self._base_live[seq] = False
+            self._base_count -= 1
+        return seq
+
+    def id_of(self, seq: int) -> Hashable | None:
+        if seq < len(self._base):
+            return int(self._base[seq]) if self._base_live[seq] else None
+        return self._later[seq - len(self._base)]
+
+    @property
+    def count(self) -> int:
+        """Sequence numbers given out (removed stories' included)."""
+        return len(self._base) + len(self._later)
+
+    def as_array(self) -> np.ndarray:
+        """Every sequence number's id as ``int64`` (a removed story's: -1); ValueError when an id is no integer."""
+        later = [-1 if i is None else i for i in self._later]
+        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in later):
+            raise ValueError("ReuseIndex.save: story ids must be integers (a store's article ids)")
+        base = np.where(self._base_live, self._base, -1)
+        return np.concatenate((base, np.array(later, np.int64)))
+
+
+class SnapshotError(Exception):
+    """A saved index that cannot be opened as it is (none there, unreadable, saved with other parameters): the
+    caller rebuilds the index instead."""
+
+
 @dataclass
 class _Segment:
     keys: np.ndarray  # uint64, sorted
     seqs: np.ndarray  # uint32: the story's sequence number
     positions: np.ndarray  # uint32: the fingerprint's position in the story's normalised text
+    file: str | None = None  # the saved segment's file name stem (its arrays memory-mapped), None while in RAM only
 
     def __len__(self) -> int:
         return len(self.keys)
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A saved array, memory-mapped read-only (a plain ndarray view: numpy's memmap subclass costs on every slice)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
 
 
 def _seconds(when: datetime | float | str | None) -> float:
@@ -260,20 +355,22 @@ class ReuseIndex:
     def __init__(self, *, k: int = K, w: int = W, min_chars: int = MIN_CHARS, min_passage: int = MIN_PASSAGE,
                  min_fraction: float = MIN_FRACTION, max_sources: int = MAX_SOURCES, min_seeds: int = 3,
                  min_block: int = 8, max_gap: int = 40, drift: int = 8, min_cjk: float = 0.3,
-                 text_of: Callable[[Hashable], str] | None = None) -> None:
-        if min(k, w, min_seeds, min_block, max_sources) < 1 or min(min_chars, min_passage, max_gap, drift) < 0 \
+                 text_of: Callable[[Hashable], str] | None = None, max_segment_postings: int = 1 << 24) -> None:
+        if min(k, w, min_seeds, min_block, max_sources, max_segment_postings) < 1 or min(min_chars, min_passage, max_gap, drift) < 0 \
                 or not 0 <= min_fraction <= 1:
-            raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources must be >= 1; "
+            raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources, max_segment_postings must be >= 1; "
                              "min_chars, min_passage, max_gap, drift >= 0; min_fraction in [0, 1]")
         self.k, self.w, self.min_chars, self.max_sources = k, w, min_chars, max_sources
         self.min_passage, self.min_fraction = min_passage, min_fraction
         self.min_seeds, self.min_block, self.max_gap, self.drift, self.min_cjk = (
             min_seeds, min_block, max_gap, drift, min_cjk)
         self._text_of = text_of
+        # A merge builds its segment in memory: capped, a saved index of a million stories (160 million postings in
+        # ten 16-million segments of 256 MB) never reads its segments into one 2.5 GB array.
+        self.max_segment_postings = max_segment_postings
         self._shifts = sorted(range(-drift, drift + 1), key=abs)
         self._forms: dict[Hashable, tuple[str, _Offsets]] = {}  # without text_of: each story's normalised text
-        self._seq_of: dict[Hashable, int] = {}
-        self._ids: list[Hashable | None] = []
+        self._ids = _StoryIds()
         self._when = np.empty(0, np.float64)
         self._alive = np.empty(0, bool)
         self._counts = np.empty(0, np.int64)  # postings a story added (its dead ones counted without a scan)
@@ -283,10 +380,10 @@ class ReuseIndex:
         self._postings = 0
 
     def __len__(self) -> int:
-        return len(self._seq_of)
+        return len(self._ids)
 
     def __contains__(self, story_id: object) -> bool:
-        return story_id in self._seq_of
+        return story_id in self._ids
 
     @property
     def postings(self) -> int:
@@ -311,14 +408,12 @@ class ReuseIndex:
         return found
 
     def _add(self, story_id: Hashable, text: str, prepared: _Prepared, when: datetime | float | str | None) -> bool:
-        if story_id in self._seq_of:
+        if story_id in self._ids:
             return False
         hashes, positions = prepared.hashes, prepared.positions
-        seq = len(self._ids)
-        self._ids.append(story_id)
-        self._seq_of[story_id] = seq
-        if seq >= len(self._alive):  # grow the per-story arrays by doubling
-            size = max(1024, 2 * len(self._alive))
+        seq = self._ids.add(story_id)
+        if seq >= len(self._alive):  # grow the per-story arrays by a quarter: an opened million would take 17 MB more
+            size = max(1024, len(self._alive) + len(self._alive) // 4)
             self._alive = np.concatenate((self._alive, np.zeros(size - len(self._alive), bool)))
             self._when = np.concatenate((self._when, np.full(size - len(self._when), math.nan)))
             self._counts = np.concatenate((self._counts, np.zeros(size - len(self._counts), np.int64)))
@@ -335,8 +430,9 @@ class ReuseIndex:
                                        positions[order].astype(np.uint32)))
         self._postings += len(hashes)
         # Log-structured: a segment merges into the one before it while that one is not twice as large, so there
-        # are O(log n) segments and every posting is rewritten O(log n) times.
-        while len(self._segments) > 1 and len(self._segments[-2]) <= 2 * len(self._segments[-1]):
+        # are O(log n) segments and every posting is rewritten O(log n) times; up to max_segment_postings.
+        while len(self._segments) > 1 and len(self._segments[-2]) <= 2 * len(self._segments[-1]) \
+                and len(self._segments[-2]) + len(self._segments[-1]) <= self.max_segment_postings:
             last = self._segments.pop()
             self._segments[-1] = self._merge([self._segments[-1], last])
         return True
@@ -353,24 +449,33 @@ class ReuseIndex:
         order = np.argsort(keys, kind="stable")
         return _Segment(keys[order], seqs[order], positions[order])
 
+    def _compacted(self, segment: _Segment) -> _Segment:
+        """The segment without its removed stories' postings (itself, still mapped if saved, when it has none)."""
+        live = self._alive[segment.seqs]
+        if live.all():
+            return segment
+        dead = int((~live).sum())
+        self._dead_postings -= dead
+        self._postings -= dead
+        return _Segment(segment.keys[live], segment.seqs[live], segment.positions[live])  # still sorted
+
     def remove(self, story_id: Hashable) -> bool:
         """Forget a story (its postings go at the next merge); False when it is not indexed."""
-        seq = self._seq_of.pop(story_id, None)
+        seq = self._ids.pop(story_id)
         if seq is None:
             return False
         self._alive[seq] = False
-        self._ids[seq] = None
         self._forms.pop(story_id, None)
         self._dead_postings += int(self._counts[seq])
-        if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite everything once
-            merged = self._merge(self._segments) if self._segments else None
-            self._segments = [merged] if merged is not None and len(merged) else []
+        if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite each segment once, without them
+            compacted = (self._compacted(segment) for segment in self._segments)
+            self._segments = [segment for segment in compacted if len(segment)]
         return True
 
     def touch(self, story_id: Hashable, when: datetime | float | str) -> bool:
         """Move a story's time on to ``when`` if that is later (a copy of it was fetched: as the near-duplicate
         stage keeps a cluster while copies keep arriving); False when it is not indexed."""
-        seq = self._seq_of.get(story_id)
+        seq = self._ids.get(story_id)
         if seq is None:
             return False
         later = _seconds(when)
@@ -389,11 +494,103 @@ class ReuseIndex:
             return 0
         old = np.flatnonzero(self._alive & (self._when < cutoff))
         for seq in old.tolist():
-            self.remove(self._ids[seq])
-        times = self._when[: len(self._ids)][self._alive[: len(self._ids)]]
+            self.remove(self._ids.id_of(seq))
+        times = self._when[: self._ids.count][self._alive[: self._ids.count]]
         times = times[~np.isnan(times)]
         self._oldest = float(times.min()) if len(times) else math.inf
         return len(old)
+
+    def save(self, folder: Path | str, *, extra: Mapping[str, object] | None = None) -> None:
+        """Write the index to ``folder`` (created if need be), so that :meth:`open` gives it back in a fraction of
+        the time a rebuild takes; ``extra``: the caller's fields kept in its meta file (a crawl's store mark).
+
+        Each segment is written once, as three ``.npy`` arrays that :meth:`open` memory-maps (a segment is
+        immutable: a merge makes a new one, and the files no snapshot names any more are deleted); the
+        per-story arrays (ids, alive, time, postings: 21 bytes a story) are rewritten each time.  The meta file
+        (parameters, format, the files, ``extra``) is replaced last, atomically: a crash while saving leaves the
+        previous snapshot whole.  Only an index reading its texts through ``text_of`` is saved (the texts stay
+        in their store), with integer story ids."""
+        if self._text_of is None:
+            raise ValueError("ReuseIndex.save: only an index that reads its texts through text_of is saved")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        ids = self._ids.as_array()
+        self._segments = [segment for segment in self._segments if len(segment)]
+        for segment in self._segments:
+            if segment.file is None:
+                # A name no other snapshot used: a rebuild writing over a stale snapshot's files could otherwise
+                # mix them under its meta, were it to be read before the new meta replaces it.
+                segment.file = f"segment-{secrets.token_hex(8)}"
+                for name in _SEGMENT_ARRAYS:
+                    write_durably(folder / f"{segment.file}-{name}.npy",
+                                  lambda handle, values=getattr(segment, name): np.save(handle, values))
+                # From now on read from the file: the segment's memory goes back to the page cache.
+                for name in _SEGMENT_ARRAYS:
+                    setattr(segment, name, _mapped(folder / f"{segment.file}-{name}.npy"))
+        stories = f"stories-{secrets.token_hex(8)}.npz"
+        n = len(ids)
+        arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n]}
+        write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "stories": stories,
+                "count": n, "segments": [segment.file for segment in self._segments], "postings": self._postings,
+                "dead_postings": self._dead_postings}
+        write_durably(folder / _META, lambda handle: handle.write(json.dumps(meta).encode()))
+        fsync_folder(folder)
+        wanted = {_META, stories} | {f"{segment.file}-{name}.npy" for segment in self._segments
+                                     for name in _SEGMENT_ARRAYS}
+        for path in folder.iterdir():
+            if path.name not in wanted and path.name.startswith(("segment-", "stories-")):
+                path.unlink()  # an earlier snapshot's (a mapped file stays readable until unmapped)
+
+    @classmethod
+    def open(cls, folder: Path | str, **settings) -> tuple[ReuseIndex, dict]:
+        """The index :meth:`save` wrote to ``folder``, and its meta (``extra`` included): segments memory-mapped,
+        per-story arrays in RAM.  ``settings``: as for a new index; ``k`` and ``w`` must be the saved ones.
+        Stories added afterwards are held in RAM and written by the next :meth:`save`.  SnapshotError when
+        there is no snapshot, it cannot be read or it was saved with other parameters."""
+        index = cls(**settings)
+        folder = Path(folder)
+        try:
+            meta = json.loads((folder / _META).read_text())
+        except FileNotFoundError:
+            raise SnapshotError(f"no saved index in {folder}") from None
+        except (OSError, ValueError) as error:
+            raise SnapshotError(f"{folder / _META} cannot be read: {error}") from None
+        if not isinstance(meta, dict) or meta.get("format") != SNAPSHOT_FORMAT:
+            found = meta.get("format") if isinstance(meta, dict) else meta
+            raise SnapshotError(f"{folder} holds another format ({found!r}; this version reads {SNAPSHOT_FORMAT})")
+        if (meta.get("k"), meta.get("w")) != (index.k, index.w):
+            raise SnapshotError(f"{folder} was saved with k={meta.get('k')}, w={meta.get('w')}; "
+                                f"the index now has k={index.k}, w={index.w}")
+        try:
+            with np.load(folder / meta["stories"]) as stored:
+                stories = {name: stored[name] for name in _STORY_ARRAYS}
+            count = int(meta["count"])
+            if any(len(values) != count for values in stories.values()):
+                raise ValueError(f"per-story arrays of another length than {count}")
+            for name in meta["segments"]:
+                arrays = {array: _mapped(folder / f"{name}-{array}.npy") for array in _SEGMENT_ARRAYS}
+                if len({len(values) for values in arrays.values()}) != 1 or any(
+                        arrays[array].dtype != dtype for array, dtype in _SEGMENT_ARRAYS.items()):
+                    raise ValueError(f"segment {name}'s arrays do not match")
+                index._segments.append(_Segment(**arrays, file=name))
+            postings, dead = int(meta["postings"]), int(meta["dead_postings"])
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # torn, truncated
+            raise SnapshotError(f"the index saved in {folder} cannot be read: {error}") from None
+        live = stories["alive"] & (stories["ids"] >= 0)
+        index._ids = _StoryIds(stories["ids"], live)
+        index._alive, index._when = live, stories["when"]
+        index._counts = stories["counts"].astype(np.int64, copy=False)
+        times = index._when[live]
+        times = times[~np.isnan(times)]
+        index._oldest = float(times.min()) if len(times) else math.inf
+        index._postings, index._dead_postings = postings, dead
+        return index, meta
+
+    def live_ids(self) -> np.ndarray:
+        """The ids of the stories held (integers: see :meth:`save`), as ``int64``, in the order they were added."""
+        ids = self._ids.as_array()
+        return ids[self._alive[: len(ids)] & (ids >= 0)]
 
     def _seed_matches(self, hashes: np.ndarray, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(query fingerprint number, story seq, story position)`` of every usable seed: postings of live,
@@ -445,13 +642,13 @@ class ReuseIndex:
         """The stored stories ``text`` reuses passages of, most characters first; ``exclude``: story ids not to
         report (the text's own id, the stories it is a near duplicate of) nor to count as holders of a
         fingerprint."""
-        return self._find(self._prepared(text), exclude) if self._seq_of else []
+        return self._find(self._prepared(text), exclude) if len(self._ids) else []
 
     def _find(self, prepared: _Prepared, exclude: Iterable[Hashable]) -> list[Reuse]:
         form, offsets, hashes, positions = prepared
-        if not len(hashes) or not self._seq_of:
+        if not len(hashes) or not len(self._ids):
             return []
-        excluded = np.array([self._seq_of[i] for i in exclude if i in self._seq_of], np.int64)
+        excluded = np.array([seq for seq in map(self._ids.get, exclude) if seq is not None], np.int64)
         query, seqs, source_positions = self._seed_matches(hashes, excluded)
         if not len(seqs):
             return []
@@ -464,7 +661,7 @@ class ReuseIndex:
         for start, end in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(seqs)])).tolist()):
             if end - start < self.min_seeds:
                 continue
-            story_id = self._ids[int(seqs[start])]
+            story_id = self._ids.id_of(int(seqs[start]))
             reuse = self._reuse(story_id, form, offsets, query_positions[start:end].tolist(),
                                 source_positions[start:end].tolist())
             if reuse is not None:
@@ -713,17 +910,42 @@ class ReuseTracker:
         in_window = self.retention_seconds is None or at >= self._now - self.retention_seconds
         return self.index.find_and_add(story_id, text, at, exclude=exclude, add=in_window)
 
+    def find(self, text: str, *, exclude: Iterable[Hashable] = ()) -> list[Reuse]:
+        """The reuse records of ``text`` (most characters first) without indexing it: a caller that indexes a
+        story only once it is stored (a crawl, :meth:`add`) looks it up first with this."""
+        return self.index.find(text, exclude=exclude)
+
+    def add(self, story_id: Hashable, text: str, when: datetime | float | str) -> bool:
+        """Index a stored story without looking for reuse (its records are found or stored already); False when
+        it is indexed already.  The window is applied by the next :meth:`process` (or at the end of
+        :meth:`restore`)."""
+        at = self._time(when)
+        self._now = max(self._now, at)
+        return self.index.add(story_id, text, when=at)
+
     def restore(self, stories: Iterable[tuple[Hashable, str, datetime | float | str]]) -> int:
         """Index stored stories ``(id, text, time)`` without looking for reuse among them (a restart: their
         records are stored already); the count indexed.  Stories outside the window are left out."""
-        added = 0
-        for story_id, text, when in stories:
-            at = self._time(when)
-            self._now = max(self._now, at)
-            added += self.index.add(story_id, text, when=at)
+        added = sum(self.add(story_id, text, when) for story_id, text, when in stories)
         if self.retention_seconds is not None:
             added -= self.index.expire(before=self._now - self.retention_seconds)
         return added
+
+    def save(self, folder: Path | str, *, extra: Mapping[str, object] | None = None) -> None:
+        """Write the index to ``folder`` (:meth:`ReuseIndex.save`: a tracker whose settings give ``text_of``, with
+        integer story ids), with the newest time seen and ``extra`` in its meta."""
+        now = self._now if math.isfinite(self._now) else None
+        self.index.save(folder, extra={**(extra or {}), "now": now})
+
+    @classmethod
+    def open(cls, folder: Path | str, *, retention_days: float | None = None, **settings) -> tuple[ReuseTracker, dict]:
+        """The tracker :meth:`save` wrote, and its meta (``extra`` included); SnapshotError when there is none
+        to open as it is (see :meth:`ReuseIndex.open`)."""
+        tracker = cls(retention_days=retention_days, **settings)
+        tracker.index, meta = ReuseIndex.open(folder, **settings)
+        now = meta.get("now")
+        tracker._now = float(now) if isinstance(now, (int, float)) else -math.inf
+        return tracker, meta
 
     def touch(self, story_id: Hashable, when: datetime | float | str) -> bool:
         """A copy of a stored story arrived at ``when``: the story stays in the window from then on."""

@@ -95,6 +95,7 @@ from pathlib import Path
 import numpy as np
 
 from newsdedup import defaults
+from newsdedup.dedup.durable import fsync_folder, write_durably
 from newsdedup.dedup.spotsigs import containment_match
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
@@ -241,33 +242,12 @@ def _build_segment(folder: Path, docs: _Docs, *, tau: float, min_containment: fl
     }
     for name, values in arrays.items():
         np.save(folder / f"{name}.npy", values)
-    _fsync_folder(folder, files=True)
+    fsync_folder(folder, files=True)
 
 
 def _prefix_overlap(lengths, tau: float, min_containment: float):
     """The overlap bound that sets how much of each document the prefix lists hold (the smaller bound wins)."""
     return np.minimum(_overlap_bound(tau, lengths), _overlap_bound(min_containment, lengths))
-
-
-def _fsync_folder(folder: Path, *, files: bool = False) -> None:
-    if files:
-        for child in folder.iterdir():
-            with open(child, "rb") as handle:
-                os.fsync(handle.fileno())
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _save_atomically(path: Path, write) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 class _Segment:
@@ -308,7 +288,7 @@ class _Segment:
 
     def save_mutable(self) -> None:
         for name in ("times", "deleted"):
-            _save_atomically(self.folder / f"{name}.npy", lambda handle, name=name: np.save(handle, getattr(self, name)))
+            write_durably(self.folder / f"{name}.npy", lambda handle, name=name: np.save(handle, getattr(self, name)))
         self.dirty = False
 
     def close(self) -> None:
@@ -614,8 +594,8 @@ class PersistentSpotSigsIndex:
                     "segments": [segment.name for segment in self.segments], "log": self._log_path.name,
                     "next_segment": self._next_segment, "window_start": self.window_start,
                     "high_water_mark": self.high_water_mark}
-        _save_atomically(self.path / _MANIFEST, lambda handle: handle.write(json.dumps(manifest).encode()))
-        _fsync_folder(self.path)
+        write_durably(self.path / _MANIFEST, lambda handle: handle.write(json.dumps(manifest).encode()))
+        fsync_folder(self.path)
 
     # ------------------------------------------------------------------ updates
     def add(self, key: int, signatures: Mapping[int, int], *, time: int) -> bool:

@@ -15,6 +15,15 @@ from newsdedup.storage.base import ArticleStore, StoreError, StoreInUse
 DEFAULT_STORAGE_URI = defaults.NEWSDEDUP_STORAGE_URI
 
 
+def sqlite_file(uri: str) -> str | None:
+    """The database file a ``sqlite:///`` URI names (None: another scheme, or no file named).
+
+    >>> sqlite_file("sqlite:////var/lib/news.sqlite"), sqlite_file("postgresql://host/db")
+    ('/var/lib/news.sqlite', None)
+    """
+    return (unquote(uri[len("sqlite:///"):]) or None) if uri.startswith("sqlite:///") else None
+
+
 def open_store(uri: str, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_SIZE,
                busy_timeout: float = defaults.NEWSDEDUP_STORAGE_BUSY_TIMEOUT,
                retries: int = defaults.NEWSDEDUP_STORAGE_RETRIES) -> ArticleStore:
@@ -28,7 +37,7 @@ def open_store(uri: str, *, batch_size: int = defaults.NEWSDEDUP_STORAGE_BATCH_S
     if scheme == "sqlite":
         from newsdedup.storage.sqlite import SQLiteStore
 
-        path = unquote(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else ""
+        path = sqlite_file(uri)
         if not path:
             raise ValueError(f"bad SQLite URI {uri!r}: write sqlite:///relative/file.sqlite or sqlite:////abs/file.sqlite")
         return SQLiteStore(path, batch_size=batch_size, busy_timeout=busy_timeout, retries=retries)

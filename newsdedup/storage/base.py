@@ -342,6 +342,12 @@ class ArticleStore(Protocol):
         catching up from its high-water mark)."""
         ...
 
+    def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
+        """The ids of the articles :meth:`iter_cluster_centres` yields (any order), from the clusters of the window
+        without reading the articles: what a persisted index of the stories checks its own against when it opens
+        (the retention window moved)."""
+        ...
+
     def last_article_id(self) -> int:
         """The highest committed article id (0 for an empty store): the mark a persisted index of the store is
         checked against when it opens (ahead of it: rolled back; behind: catches up)."""

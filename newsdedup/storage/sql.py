@@ -705,20 +705,33 @@ class SQLStore:
     def iter_cluster_centres(self, *, since: str | None = None, after: int | None = None) -> Iterator[ArticleRecord]:
         columns = ", ".join(f"a.{c}" for c in ARTICLE_COLUMNS)
         above = "" if after is None else " AND a.id > ?"
+        clusters_above = "" if after is None else " AND cluster_id > ?"
         tail = () if after is None else (after,)
         if since is None:
             rows = self._stream(f"SELECT {columns} FROM articles a WHERE a.status = ?{above} ORDER BY a.id",
                                 (UNIQUE, *tail))
         else:
-            # From the clusters index to the centres' rows by id: never a scan of every article (and its text).
+            # From the clusters index to the centres' rows by id: never a scan of every article (and its text). The
+            # mark bounds the subquery too: else SQLite walks the window's every cluster id to find the few above it
+            # (3 s for 1,000 of 1,000,000).
             rows = self._stream(
                 f"""SELECT {columns} FROM articles a
-                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?) AND a.status = ?{above}
-                    ORDER BY a.id""",
-                (since, UNIQUE, *tail),
+                    WHERE a.id IN (SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?{clusters_above})
+                    AND a.status = ?{above} ORDER BY a.id""",
+                (since, *tail, UNIQUE, *tail),
             )
         for row in rows:
             yield article_from_row(row)
+
+    def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
+        # The clusters table alone (its index): a cluster's id is its centre's, the unique article that started it.
+        # Reading the articles' status would read each row's text before it (8 s instead of 0.7 at 1,000,000).
+        if since is None:
+            rows = self._stream("SELECT cluster_id FROM clusters")
+        else:
+            rows = self._stream("SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?", (since,))
+        for (article_id,) in rows:
+            yield int(article_id)
 
     def last_article_id(self) -> int:
         row = self._read("SELECT MAX(id) FROM articles").fetchone()

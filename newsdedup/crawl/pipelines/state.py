@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -40,7 +41,7 @@ from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run import options, retention, runstats
 from newsdedup.run.retry import RetryPolicy
-from newsdedup.storage import open_store
+from newsdedup.storage import open_store, sqlite_file
 from newsdedup.storage.base import ArticleStore, StoreError
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class CrawlSettings:
     retention_days: float | None = None
     reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
+    state_dir: Path | None = None  # where the dedup indexes are saved between runs (NEWSDEDUP_STATE_DIR); None: off
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -87,12 +89,22 @@ class CrawlSettings:
             retention_days=retention.retention_days(settings),
             reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
+            state_dir=state_dir(settings),
         )
 
     def open_store(self) -> ArticleStore:
         """The crawl's store, not yet open."""
         return open_store(self.storage_uri, batch_size=self.batch_size, busy_timeout=self.busy_timeout,
                           retries=self.store_retries)
+
+
+def state_dir(settings: BaseSettings) -> Path | None:
+    """NEWSDEDUP_STATE_DIR: a folder; empty: ``<database file>.state`` beside a SQLite store, else none; ``none``."""
+    value = options.get_optional_str(settings, "NEWSDEDUP_STATE_DIR")
+    if value is None:
+        database = sqlite_file(options.get_str(settings, "NEWSDEDUP_STORAGE_URI"))
+        return None if database is None or database == ":memory:" else Path(database + ".state")
+    return None if value.strip().lower() == "none" else Path(value)
 
 
 class CrawlState:
@@ -102,7 +114,8 @@ class CrawlState:
         self.order = InOrder()
         self.store: ArticleStore | None = None
         self.indexes = DedupIndexes(settings.features, settings.near, exact_error_rate=settings.exact_error_rate,
-                                    retention_days=settings.retention_days, reuse=settings.reuse)
+                                    retention_days=settings.retention_days, reuse=settings.reuse,
+                                    state_dir=settings.state_dir)
         self.templates = SiteTemplates(settings.site_templates)
         self.started_at = utc_iso(utc_now())  # a distributed crawl's member sets the run's start
         self.store_error: str | None = None  # why the final commit failed
