@@ -24,6 +24,7 @@ from newsdedup.evaluation.page_level import (
     crawl_page_benchmark,
 )
 from newsdedup.evaluation.pages import build_site
+from newsdedup.evaluation.suite import format_markdown, format_summary, page_level_summary
 
 OLD_TEXT = "\n".join(OLD_PARAGRAPHS) + "\n码头边的老茶馆也重新开了张，老板说周末的游客比过去多了一倍，泡一壶茶能坐上一下午。"
 MORE = (
@@ -91,6 +92,14 @@ def test_two_processes_crawl_the_page_benchmark_and_their_export_is_what_is_scor
     assert result["recall"] == round(correct / 4, 4)
     assert result["f1"] >= 0.8, result  # the copies found, the singletons left alone, across 2 processes
     assert crawl["statuses"].get("exact_duplicate") == 1  # the exact copy, whoever fetched it
+
+    # The report shows the 2-process figures (results.json keeps them under page_level_distributed).
+    results = {"meta": {"data": "-", "seed": 2, "python": "3", "cpus": 2, "started": "-"},
+               "page_level_distributed": page_level_summary(result, "2 processes")}
+    report, summary = format_markdown(results), format_summary(results)
+    assert "### Page level, distributed" in report and f"| 2 processes | {result['precision']:.3f} |" in report
+    assert (f"page level, 2 processes: P {result['precision']:.3f} R {result['recall']:.3f} F1 {result['f1']:.3f}, "
+            f"related-reading leaks {result['related_leaks']['pages']}") in summary
 
     # The run's Redis keys are gone; the database now holds a crawl, so it is refused for the next run.
     import redis

@@ -89,19 +89,16 @@ def _text_level(data_dir: Path, docs: Sequence[Mapping], seed: int, progress: _P
             "tuning": tuning, **_with_default(rows)}, specs
 
 
-def _crawl_row(result: Mapping, description: str) -> dict:
-    from newsdedup.evaluation.methods import DEFAULT_METHOD
-
-    return {"method": f"{DEFAULT_METHOD} (crawl)", "family": "product", "description": description,
-            **{k: result[k] for k in ("precision", "recall", "f1", "pairs", "recall_by_kind", "recall_by_band",
-                                     "negatives_fp", "fp_by_kind")},
-            "negatives_fp_rate": result["negatives_fp"]["rate"]}
-
-
-def _page_summary(result: Mapping, rows: list[dict]) -> dict:
-    return {"docs": result["docs"], "default_method": result["method"], "default": rows[0],
-            "methods": rows, "leaks": result["related_leaks"]["pages"], "leaks_detail": result["related_leaks"],
-            "crawl": result["crawl"], "shells": result["shells"],
+def page_level_summary(result: Mapping, description: str, other_rows: Sequence[Mapping] = ()) -> dict:
+    """What results.json keeps of a page-level crawl (:func:`~newsdedup.evaluation.page_level.crawl_page_benchmark`):
+    the crawl as the first row of its method table (``description`` says which crawl), then ``other_rows``."""
+    crawl_row = {"method": f"{result['method']} (crawl)", "family": "product", "description": description,
+                 **{k: result[k] for k in ("precision", "recall", "f1", "pairs", "recall_by_kind", "recall_by_band",
+                                          "negatives_fp", "fp_by_kind")},
+                 "negatives_fp_rate": result["negatives_fp"]["rate"]}
+    return {"docs": result["docs"], "default_method": result["method"], "default": crawl_row,
+            "methods": [crawl_row, *other_rows], "leaks": result["related_leaks"]["pages"],
+            "leaks_detail": result["related_leaks"], "crawl": result["crawl"], "shells": result["shells"],
             "extraction": result["extraction"],  # token F1 per shell kind, hot-list leaks
             "timings": result["timings"], "command": result["command"]}
 
@@ -125,16 +122,15 @@ def _page_level(data_dir: Path, out_dir: Path, docs: int, seed: int, specs: Sequ
     bench = build_page_benchmark(data_dir, docs=docs, seed=seed, workers=workers)
     result = crawl_page_benchmark(bench, workdir=out_dir / "page-level", method=DEFAULT_METHOD, rescore=rescore)
     result["timings"] = {**{k: round(v, 2) for k, v in bench.timings.items()}, **result["timings"]}
-    crawl_row = _crawl_row(result, "the crawl itself: spider, extraction, exact and near-duplicate pipelines, SQLite")
-    one = _page_summary(result, [crawl_row, *result["rescored"]])
+    one = page_level_summary(result, "the crawl itself: spider, extraction, exact and near-duplicate pipelines, "
+                                     "SQLite", result["rescored"])
     if not distributed:
         return one, None
     progress.step(f"{distributed['processes']} processes")
     result = crawl_page_benchmark(bench, workdir=out_dir / "page-level-distributed", method=DEFAULT_METHOD,
                                   **distributed)
-    crawl_row = _crawl_row(result, f"the same pages crawled by {distributed['processes']} processes sharing Redis "
-                                   "and PostgreSQL")
-    return one, _page_summary(result, [crawl_row])
+    return one, page_level_summary(result, f"the same pages crawled by {distributed['processes']} processes sharing "
+                                           "Redis and PostgreSQL")
 
 
 def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: int = DEFAULT_PAGE_DOCS,
@@ -232,15 +228,16 @@ def _recall_table(rows: Sequence[Mapping], key: str) -> list[str]:
                                                           for c in columns)] for r in rows])
 
 
-def _page_figures(pages: Mapping) -> dict[str, object]:
+def _page_figures(pages: Mapping) -> dict[str, str]:
     """The figures the 1- and N-process page-level crawls are compared by."""
     crawl, row = pages["crawl"], pages["default"]
     return {"P": cell(row["precision"]), "R": cell(row["recall"]), "F1": cell(row["f1"]),
             "hard negatives merged": f"{row['negatives_fp']['hits']}/{row['negatives_fp']['total']}",
-            "related leaks": pages["leaks"], "hot-list leaks": pages["extraction"]["hot_list_leaks"]["pages"],
-            "exported": crawl["exported"], "skipped": crawl["skipped"], "stored twice": crawl.get("stored_twice", "-"),
+            "related leaks": str(pages["leaks"]), "hot-list leaks": str(pages["extraction"]["hot_list_leaks"]["pages"]),
+            "exported": str(crawl["exported"]), "skipped": str(crawl["skipped"]),
+            "stored twice": str(crawl.get("stored_twice", "-")),
             "statuses": " ".join(f"{k} {v}" for k, v in sorted(crawl["statuses"].items())),
-            "crawl s": crawl["crawl_seconds"]}
+            "crawl s": str(crawl["crawl_seconds"])}
 
 
 def _distributed_markdown(one: Mapping | None, spread: Mapping) -> list[str]:
