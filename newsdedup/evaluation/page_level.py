@@ -226,7 +226,15 @@ def check_distributed(processes: int, redis_url: str | None, storage_uri: str | 
 
 
 def _redacted(uri: str) -> str:
-    """A URI without its password (the report and errors show the URIs a distributed run used)."""
+    """A URI, or a ``NAME=URI`` setting, without its password (the report and errors show the URIs a distributed
+    run used).
+
+    >>> _redacted("NEWSDEDUP_REDIS_URL=redis://:secret@10.0.0.5:6379/0")
+    'NEWSDEDUP_REDIS_URL=redis://:***@10.0.0.5:6379/0'
+    """
+    name, equals, value = uri.partition("=")
+    if equals and "://" not in name:
+        return f"{name}={_redacted(value)}"
     parts = urlsplit(uri)
     if parts.password is None:
         return uri
