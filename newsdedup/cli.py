@@ -439,7 +439,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         floors = quality_floors.load_floors(args.floors) if (args.check_floors or args.raise_floors) else None
         results = run_evaluation(args.data, args.out, seed=args.seed, page_docs=args.page_docs,
-                                 stages=parse_stages(args.stages), workers=args.workers, progress=not args.no_progress)
+                                 stages=parse_stages(args.stages), workers=args.workers, progress=not args.no_progress,
+                                 distributed=args.distributed, redis_url=args.redis_url, storage_uri=args.storage_uri)
     except ValueError as exc:
         print(f"newsdedup eval: {exc}", file=sys.stderr)
         return 2
@@ -667,6 +668,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--stages", default=",".join(STAGES),
                     help=f"comma-separated subset of {','.join(STAGES)} (default: all)")
     ev.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    ev.add_argument("--distributed", type=int, default=0, metavar="N",
+                    help="also crawl the page level's pages with N processes (2 or more) sharing --redis-url and "
+                         "--storage-uri, as a distributed crawl does; results under page_level_distributed")
+    ev.add_argument("--redis-url", help="Redis of the distributed page-level crawl (redis://HOST:PORT/DB)")
+    ev.add_argument("--storage-uri", help="an empty PostgreSQL database for the distributed page-level crawl "
+                                          "(postgresql://USER@HOST:PORT/DBNAME)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
     ev.add_argument("--floors", type=Path, default=None,
                     help="quality floors file (default: the packaged config/quality_floors.toml)")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "pages"
@@ -119,6 +121,22 @@ def test_eval_without_the_shared_data_says_where_to_point_it(tmp_path):
     assert result.returncode == 2
     assert "--data" in result.stderr and "shared" in result.stderr
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--distributed", "1"], "2 or more"),
+    (["--redis-url", "redis://127.0.0.1:1/0"], "2 or more"),
+    (["--distributed", "2", "--storage-uri", "postgresql://127.0.0.1:1/x"], "needs a Redis URL"),
+    (["--distributed", "2", "--redis-url", "redis://127.0.0.1:1/0"], "empty PostgreSQL database"),
+    (["--distributed", "2", "--redis-url", "redis://127.0.0.1:1/0", "--storage-uri", "postgresql://127.0.0.1:1/x",
+      "--stages", "text"], "add pages to --stages"),
+    (["--distributed", "2", "--redis-url", "redis://127.0.0.1:1/0", "--storage-uri", "postgresql://127.0.0.1:1/x"],
+     "does not answer"),  # checked before the stages, not after the first hour of them
+])
+def test_eval_distributed_needs_both_servers_before_it_runs_anything(tmp_path, args, message):
+    result = run_cli("eval", "--data", str(tmp_path), "--out", str(tmp_path / "out"), "--no-progress", *args)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_eval_refuses_to_lower_a_floor_without_a_reason(tmp_path):

@@ -8,7 +8,9 @@
 3. one page per document on those shells, list pages of 50 links, served on 127.0.0.1 by
    :class:`~newsdedup.demo.server.LoopbackServer`;
 4. ``newsdedup crawl`` (the project's ``scrapy crawl portal``) in a subprocess in ``workdir`` (loopback: no
-   delay, no autothrottle, robots.txt obeyed), writing to SQLite there; then ``newsdedup export``;
+   delay, no autothrottle, robots.txt obeyed), writing to SQLite there; or, distributed, N such processes of the
+   same site file at once sharing one Redis and one PostgreSQL database (docs/distributed.md); then
+   ``newsdedup export``;
 5. every exported row mapped back to its document by URL path, its ``cluster_id`` the predicted
    cluster (exact repeats carry the cluster of the page they repeat); a document without a row
    (skipped by extraction, e.g. a JavaScript-only or too short page) is a cluster of its own;
@@ -17,13 +19,15 @@
    exported body against its document's text, per shell kind, and bodies holding text of the added
    related block or of a hot list.
 
-:func:`run_page_level` returns everything as a dict.
+:func:`run_page_level` returns everything as a dict; :func:`build_page_benchmark` (steps 1-3) and
+:func:`crawl_page_benchmark` (4-6) are its two halves, so one build can be crawled by 1 and by N processes.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import inspect
 import json
 import os
 import re
@@ -31,9 +35,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from newsdedup.demo.server import LoopbackServer
 from newsdedup.evaluation.extraction import token_prf
@@ -41,7 +47,8 @@ from newsdedup.evaluation.pages import HARD_VARIANTS, BenchSite, build_site, loa
 from newsdedup.evaluation.reprints import build_text_benchmark
 from newsdedup.evaluation.scoring import EDIT_BANDS, Rate, evaluate
 
-__all__ = ["DEFAULT_DOCS", "benchmark_sizes", "crawl_command", "predicted_clusters", "run_page_level"]
+__all__ = ["DEFAULT_DOCS", "PageBenchmark", "benchmark_sizes", "build_page_benchmark", "check_distributed",
+           "crawl_command", "crawl_page_benchmark", "predicted_clusters", "preflight_distributed", "run_page_level"]
 
 DEFAULT_DOCS = 1500
 # build_text_benchmark's defaults give about this many documents; sizes scale from them.
@@ -56,6 +63,9 @@ _CRAWL_SETTINGS = {
     "LOG_LEVEL": "INFO",
     # Leave the list pages' depth out of it: list 1 -> other lists -> articles is depth 2 anyway.
     "DEPTH_LIMIT": "0",
+    # The figures must not depend on the machine's load: a page that outlives the 10 s limit on a busy machine (2
+    # processes with their extraction pools on 2 shared cores did) would be skipped as `timeout` and exit 5.
+    "NEWSDEDUP_EXTRACT_TIMEOUT": "120",
 }
 _ELAPSED = re.compile(r"'elapsed_time_seconds':\s*([0-9.]+)")
 
@@ -147,53 +157,38 @@ def _extraction(site: BenchSite, benchmark: Sequence[Mapping], rows: Sequence[Ma
     }
 
 
-def run_page_level(
+@dataclass(frozen=True)
+class PageBenchmark:
+    """What a page-level run crawls: the benchmark documents and the site built from them, so that one build can be
+    crawled by one process and by several (:func:`crawl_page_benchmark`) over exactly the same pages."""
+
+    docs: list[dict]
+    site: BenchSite
+    shells_found: dict[str, int] = field(default_factory=dict)  # pages_found, no_article_element, real
+    timings: dict[str, float] = field(default_factory=dict)
+    seed: int | None = None  # of build_page_benchmark (None: built otherwise)
+
+
+def build_page_benchmark(
     data_dir: Path,
     *,
     docs: int = DEFAULT_DOCS,
-    method: str = "hybrid",
     seed: int = 1,
-    settings: Mapping[str, object] | None = None,
-    workdir: Path | None = None,
     gbk_share: float = 0.2,
     max_shells: int | None = None,
     workers: int | None = None,
-    timeout: float = 900,
-    rescore: Callable[[Sequence[Mapping], Mapping[str, str]], object] | None = None,
-) -> dict:
-    """Run the page-level benchmark once and return its figures (see module doc).
-
-    ``settings`` are extra ``-s NAME=VALUE`` crawl settings (they win over the run's own);
-    ``workdir`` keeps the site file, SQLite store, export and crawl log (a temporary folder when
-    None); ``max_shells`` samples that many shell pages (small runs); ``workers`` processes prepare
-    the shells (None: one per core); ``timeout`` bounds the crawl in seconds.
-    ``rescore(benchmark, extracted)``, given the benchmark documents and ``doc id -> extracted text`` of
-    every exported page, may score other methods on what the crawl extracted; its return value is
-    ``result["rescored"]``.
-    """
-    from newsdedup.dedup.features import METHODS  # the crawl's own list of near-duplicate methods
-
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+) -> PageBenchmark:
+    """Steps 1-3 of the module doc: the benchmark documents, the shells of ``data_dir``, the site."""
     if max_shells is not None and max_shells < 2:
         raise ValueError(f"max_shells must be >= 2 (a story needs shells of different portals), got {max_shells}")
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise ValueError(f"{data_dir} is not a folder: pass --data ../shared/data (the shared data folder)")
     sizes = benchmark_sizes(docs)
-    if workdir is None:
-        with tempfile.TemporaryDirectory(prefix="newsdedup-pages-") as tmp:
-            return run_page_level(
-                data_dir, docs=docs, method=method, seed=seed, settings=settings, workdir=Path(tmp),
-                gbk_share=gbk_share, max_shells=max_shells, workers=workers, timeout=timeout, rescore=rescore,
-            )
-    workdir = Path(workdir).resolve()  # the crawl runs in it: the paths it is given must not be relative to here
-    workdir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-
+    mark = time.perf_counter()
     benchmark = build_text_benchmark(data_dir, seed=seed, **sizes)
-    timings["benchmark"] = time.perf_counter() - started
+    timings["benchmark"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     processes = workers if workers is not None else (os.cpu_count() or 1)
@@ -210,25 +205,167 @@ def run_page_level(
     mark = time.perf_counter()
     site = build_site(benchmark, shells, seed=seed, gbk_share=gbk_share)
     timings["pages"] = time.perf_counter() - mark
+    found = {"pages_found": len(shells) + len(unusable), "no_article_element": len(unusable), "real": len(shells)}
+    return PageBenchmark(benchmark, site, found, timings, seed)
 
-    db = (workdir / "pages.sqlite").resolve()
-    if db.exists():
-        db.unlink()  # a store from an earlier run would hold its articles and skip their URLs
-    storage_uri = f"sqlite:///{db}"
+
+def check_distributed(processes: int, redis_url: str | None, storage_uri: str | None) -> None:
+    """Raise ValueError unless the arguments describe a crawl :func:`crawl_page_benchmark` can run."""
+    if not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be an integer >= 1, got {processes!r}")
+    if processes == 1:
+        if redis_url or storage_uri:
+            raise ValueError("a Redis URL and a storage URI are for a distributed run (2 or more processes); "
+                             "one process writes to SQLite in its work folder")
+        return
+    if not redis_url or urlsplit(redis_url).scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"a distributed page-level run needs a Redis URL (redis://HOST:PORT/DB), got {redis_url!r}")
+    if not storage_uri or urlsplit(storage_uri).scheme not in ("postgresql", "postgres"):
+        raise ValueError("a distributed page-level run needs an empty PostgreSQL database (postgresql://HOST/DBNAME), "
+                         f"got {_redacted(storage_uri or '')!r}")
+
+
+def _redacted(uri: str) -> str:
+    """A URI, or a ``NAME=URI`` setting, without its password (the report and errors show the URIs a distributed
+    run used).
+
+    >>> _redacted("NEWSDEDUP_REDIS_URL=redis://:secret@10.0.0.5:6379/0")
+    'NEWSDEDUP_REDIS_URL=redis://:***@10.0.0.5:6379/0'
+    """
+    name, equals, value = uri.partition("=")
+    if equals and "://" not in name:
+        return f"{name}={_redacted(value)}"
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def preflight_distributed(redis_url: str, storage_uri: str) -> None:
+    """Raise ValueError unless Redis answers and ``storage_uri`` is an empty database (an earlier crawl's articles
+    would be found by the crawl's URL filter and their pages skipped), before anything runs."""
+    try:
+        import redis
+    except ImportError:
+        raise ValueError("a distributed page-level run needs the redis extra: pip install 'newsdedup[redis]'") from None
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise ValueError(f"Redis at {_redacted(redis_url)} does not answer: {exc}") from None
+    finally:
+        client.close()
+    from newsdedup.storage import StoreError, open_store
+
+    try:
+        with open_store(storage_uri) as store:
+            counts = store.counts()
+    except StoreError as exc:
+        raise ValueError(f"{_redacted(storage_uri)}: {exc}") from None
+    if counts.articles or counts.repeats or counts.skipped or counts.failures:
+        raise ValueError(f"{_redacted(storage_uri)} holds an earlier crawl ({counts.articles} articles, {counts.repeats} "
+                         f"repeats, {counts.skipped} skipped pages): a distributed page-level run needs an empty database")
+
+
+def _drop_redis_keys(redis_url: str, prefix: str) -> None:
+    """Remove a finished run's keys (its queue, filter, stream and templates), all under its own prefix."""
+    import redis  # the redis extra: a distributed run needs it anyway
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start:start + 500])
+    finally:
+        client.close()
+
+
+def _run_crawls(command: Sequence[str], logs: Sequence[Path], *, cwd: Path, timeout: float) -> list[str]:
+    """Run ``command`` once per log file, all at once (the processes of one distributed run, or the one crawl);
+    return each log's text. A process that fails or outlives ``timeout`` (seconds) fails the run."""
+    processes: list[subprocess.Popen] = []
+    try:
+        for log in logs:
+            with log.open("w", encoding="utf-8") as out:  # the child keeps its own descriptor
+                processes.append(subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + timeout
+        for process in processes:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"newsdedup crawl did not finish in {timeout:.0f} s; see {', '.join(map(str, logs))}") from None
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    texts = [log.read_text(encoding="utf-8", errors="replace") for log in logs]
+    for process, log, text in zip(processes, logs, texts):
+        if process.returncode != 0:
+            raise RuntimeError(f"newsdedup crawl exited with {process.returncode}; see {log}:\n{text[-3000:]}")
+    return texts
+
+
+def _stat(log_text: str, name: str) -> int:
+    """A count from a crawl's closing stats dump (0 when absent)."""
+    found = re.findall(rf"'{re.escape(name)}':\s*(\d+)", log_text)
+    return int(found[-1]) if found else 0
+
+
+def crawl_page_benchmark(
+    bench: PageBenchmark,
+    *,
+    workdir: Path,
+    method: str = "hybrid",
+    settings: Mapping[str, object] | None = None,
+    timeout: float = 900,
+    rescore: Callable[[Sequence[Mapping], Mapping[str, str]], object] | None = None,
+    processes: int = 1,
+    redis_url: str | None = None,
+    storage_uri: str | None = None,
+) -> dict:
+    """Steps 4-6 of the module doc on a built benchmark: serve, crawl, export, score.
+
+    One process (``processes=1``) writes to SQLite in ``workdir``. With ``processes >= 2`` that many crawl
+    processes of the same site file run at once against ``redis_url`` and the empty PostgreSQL database
+    ``storage_uri``, as docs/distributed.md tells users to run them (a Redis key prefix of the run's own, whose
+    keys are removed afterwards); the export is read from that database and scored exactly as one process's.
+    """
+    from newsdedup.dedup.features import METHODS  # the crawl's own list of near-duplicate methods
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_distributed(processes, redis_url, storage_uri)
+    workdir = Path(workdir).resolve()  # the crawl runs in it: the paths it is given must not be relative to here
+    workdir.mkdir(parents=True, exist_ok=True)
+    site, benchmark = bench.site, bench.docs
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    run_settings: dict[str, object] = {}
+    if processes == 1:
+        db = (workdir / "pages.sqlite").resolve()
+        if db.exists():
+            db.unlink()  # a store from an earlier run would hold its articles and skip their URLs
+        storage_uri = f"sqlite:///{db}"
+        logs = [workdir / "crawl.log"]
+    else:
+        preflight_distributed(redis_url, storage_uri)
+        # A prefix of the run's own: no queue, filter or template of an earlier run in the same Redis is seen.
+        prefix = f"newsdedup-eval-{uuid.uuid4().hex[:12]}"
+        run_settings = {"NEWSDEDUP_REDIS_URL": redis_url, "NEWSDEDUP_REDIS_PREFIX": prefix}
+        logs = [workdir / f"crawl-{n}.log" for n in range(1, processes + 1)]
     sites_file = workdir / "sites.toml"
-    log_file = workdir / "crawl.log"
-    with LoopbackServer(site.responses()) as server:
-        sites_file.write_text(site.sites_toml(server.base_url), encoding="utf-8")
-        command = crawl_command(sites_file, storage_uri, method=method, settings=settings or {})
-        mark = time.perf_counter()
-        with log_file.open("w", encoding="utf-8") as log:
-            result = subprocess.run(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                    timeout=timeout, check=False)
-        timings["crawl"] = time.perf_counter() - mark
-        served = dict(server.requests_served)
-    log_text = log_file.read_text(encoding="utf-8", errors="replace")
-    if result.returncode != 0:
-        raise RuntimeError(f"newsdedup crawl exited with {result.returncode}; see {log_file}:\n{log_text[-3000:]}")
+    try:
+        with LoopbackServer(site.responses()) as server:
+            sites_file.write_text(site.sites_toml(server.base_url), encoding="utf-8")
+            command = crawl_command(sites_file, storage_uri, method=method, settings={**run_settings, **(settings or {})})
+            mark = time.perf_counter()
+            log_texts = _run_crawls(command, logs, cwd=workdir, timeout=timeout)
+            timings["crawl"] = time.perf_counter() - mark
+            served = dict(server.requests_served)
+    finally:
+        if processes > 1:
+            _drop_redis_keys(redis_url, run_settings["NEWSDEDUP_REDIS_PREFIX"])
 
     mark = time.perf_counter()
     exported = subprocess.run(
@@ -262,16 +399,16 @@ def run_page_level(
                 extracted[doc] = row.get("text") or ""
         rescored = rescore(benchmark, extracted)
         timings["rescore"] = time.perf_counter() - mark
-    timings["total"] = time.perf_counter() - started
+    timings["crawl_and_score"] = time.perf_counter() - started
 
     article_requests = sum(served.get(p.path, 0) for p in site.pages)
-    elapsed = _ELAPSED.search(log_text)
-    crawl_seconds = float(elapsed.group(1)) if elapsed else timings["crawl"]
+    elapsed = [float(m.group(1)) for m in map(_ELAPSED.search, log_texts) if m]
+    crawl_seconds = max(elapsed) if len(elapsed) == len(log_texts) else timings["crawl"]
     statuses = collections.Counter(row["status"] for row in rows)
     shell_names = collections.Counter(p.shell for p in site.pages)
     return {
         "method": method,
-        "seed": seed,
+        "seed": bench.seed,
         "docs": len(benchmark),
         "kinds": dict(collections.Counter(d["kind"] for d in benchmark)),
         "precision": round(report.overall.precision, 4),
@@ -287,18 +424,21 @@ def run_page_level(
         "negatives_fp": _rate(report.negatives_fp),
         "fp_by_kind": {k: _rate(v) for k, v in report.fp_by_kind.items()},
         "shells": {
-            "pages_found": len(shells) + len(unusable),
-            "no_article_element": len(unusable),
-            "real": len(shells),
+            **bench.shells_found,
             "hard": {k: sum(1 for name in shell_names if name.endswith("#" + k)) for k in HARD_VARIANTS},
             "used": len(shell_names),
             "gbk_pages": sum(1 for p in site.pages if not p.content_type.endswith("utf-8")),
         },
         "crawl": {
+            "processes": processes,
             "pages": len(site.pages),
             "list_pages": len(site.list_pages),
             "article_requests": article_requests,
+            # each process's share of the article pages (several processes: each took part)
+            "article_pages_by_process": [_stat(text, "newsdedup/crawl/article_pages") for text in log_texts],
             "exported": len(rows),
+            # export rows beyond the first of their URL: a page stored twice (0 when every page is stored once)
+            "stored_twice": sum(n - 1 for n in collections.Counter(row["url"] for row in rows).values()),
             "statuses": dict(statuses),
             "skipped": counts.skipped,
             "skipped_by_reason": dict(counts.skipped_by_reason),
@@ -313,6 +453,34 @@ def run_page_level(
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cpu_count": os.cpu_count(),
-        "command": " ".join(command),
+        "command": " ".join(_redacted(part) if "://" in part else part for part in command),
         "workdir": str(workdir),
     }
+
+
+def run_page_level(data_dir: Path, *, workdir: Path | None = None, **options) -> dict:
+    """Run the page-level benchmark once and return its figures (see module doc).
+
+    ``options`` are :func:`build_page_benchmark`'s keywords (``docs``, ``seed``, ``gbk_share``, ``max_shells``: that
+    many shell pages sampled, for small runs; ``workers``: processes preparing the shells, None for one per core)
+    and :func:`crawl_page_benchmark`'s (``method``, ``settings``: extra ``-s NAME=VALUE`` crawl settings winning over
+    the run's own, ``timeout`` of the crawl in seconds, ``rescore``, and ``processes``, ``redis_url``,
+    ``storage_uri`` for a distributed crawl). ``workdir`` keeps the site file, store, export and crawl logs (a
+    temporary folder when None).
+    """
+    from newsdedup.dedup.features import METHODS
+
+    build = {name: options.pop(name) for name in inspect.signature(build_page_benchmark).parameters if name in options}
+    method = options.get("method", "hybrid")
+    if method not in METHODS:  # checked before the benchmark is built, which takes a while
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_distributed(options.get("processes", 1), options.get("redis_url"), options.get("storage_uri"))
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="newsdedup-pages-") as tmp:
+            return run_page_level(data_dir, workdir=Path(tmp), **build, **options)
+    started = time.perf_counter()
+    bench = build_page_benchmark(data_dir, **build)
+    result = crawl_page_benchmark(bench, workdir=workdir, **options)
+    result["timings"] = {**{k: round(v, 2) for k, v in bench.timings.items()}, **result["timings"],
+                         "total": round(time.perf_counter() - started, 2)}
+    return result

@@ -5,7 +5,8 @@
    product method's parameters are tuned on one (:func:`newsdedup.evaluation.methods.tune`), every row is scored
    on the other, held out, with the tune-half F1 beside it.
 3. **Page level** (:mod:`newsdedup.evaluation.page_level`): held-out texts in real page shells crawled by the
-   spider with the default method; the other rows dedup the texts that crawl extracted.
+   spider with the default method; the other rows dedup the texts that crawl extracted. Optionally the same
+   pages crawled again by several processes sharing Redis and PostgreSQL (``page_level_distributed``).
 4. **The papers' experiments** (:mod:`newsdedup.evaluation.experiments`), each a table and a PNG.
 
 Writes ``results.json``, ``report.md`` and the plots into ``--out``.
@@ -88,10 +89,26 @@ def _text_level(data_dir: Path, docs: Sequence[Mapping], seed: int, progress: _P
             "tuning": tuning, **_with_default(rows)}, specs
 
 
+def page_level_summary(result: Mapping, description: str, other_rows: Sequence[Mapping] = ()) -> dict:
+    """What results.json keeps of a page-level crawl (:func:`~newsdedup.evaluation.page_level.crawl_page_benchmark`):
+    the crawl as the first row of its method table (``description`` says which crawl), then ``other_rows``."""
+    crawl_row = {"method": f"{result['method']} (crawl)", "family": "product", "description": description,
+                 **{k: result[k] for k in ("precision", "recall", "f1", "pairs", "recall_by_kind", "recall_by_band",
+                                          "negatives_fp", "fp_by_kind")},
+                 "negatives_fp_rate": result["negatives_fp"]["rate"]}
+    return {"docs": result["docs"], "default_method": result["method"], "default": crawl_row,
+            "methods": [crawl_row, *other_rows], "leaks": result["related_leaks"]["pages"],
+            "leaks_detail": result["related_leaks"], "crawl": result["crawl"], "shells": result["shells"],
+            "extraction": result["extraction"],  # token F1 per shell kind, hot-list leaks
+            "timings": result["timings"], "command": result["command"]}
+
+
 def _page_level(data_dir: Path, out_dir: Path, docs: int, seed: int, specs: Sequence, progress: _Progress,
-                workers: int | None) -> dict:
+                workers: int | None, distributed: Mapping | None = None) -> tuple[dict, dict | None]:
+    """The page level crawled by one process (and the other methods rescored on its texts); with ``distributed``
+    (``processes``, ``redis_url``, ``storage_uri``) the same pages crawled again by that many processes."""
     from newsdedup.evaluation.methods import DEFAULT_METHOD, Runner, report_row
-    from newsdedup.evaluation.page_level import run_page_level
+    from newsdedup.evaluation.page_level import build_page_benchmark, crawl_page_benchmark
 
     def rescore(benchmark: Sequence[Mapping], extracted: Mapping[str, str]) -> list[dict]:
         progress.step("crawl done")
@@ -102,27 +119,43 @@ def _page_level(data_dir: Path, out_dir: Path, docs: int, seed: int, specs: Sequ
                 run.predicted.setdefault(d["id"], f"alone:{d['id']}")
         return [report_row(run, benchmark) for run in runs]
 
-    result = run_page_level(data_dir, docs=docs, method=DEFAULT_METHOD, seed=seed, workdir=out_dir / "page-level",
-                            rescore=rescore, workers=workers)
-    crawl_row = {"method": f"{DEFAULT_METHOD} (crawl)", "family": "product",
-                 "description": "the crawl itself: spider, extraction, exact and near-duplicate pipelines, SQLite",
-                 **{k: result[k] for k in ("precision", "recall", "f1", "pairs", "recall_by_kind", "recall_by_band",
-                                          "negatives_fp", "fp_by_kind")},
-                 "negatives_fp_rate": result["negatives_fp"]["rate"]}
-    return {"docs": result["docs"], "default_method": DEFAULT_METHOD, "default": crawl_row,
-            "methods": [crawl_row, *result["rescored"]], "leaks": result["related_leaks"]["pages"],
-            "leaks_detail": result["related_leaks"], "crawl": result["crawl"],
-            "shells": result["shells"], "extraction": result["extraction"],  # token F1 per shell kind, hot-list leaks
-            "timings": result["timings"], "command": result["command"]}
+    bench = build_page_benchmark(data_dir, docs=docs, seed=seed, workers=workers)
+    result = crawl_page_benchmark(bench, workdir=out_dir / "page-level", method=DEFAULT_METHOD, rescore=rescore)
+    result["timings"] = {**{k: round(v, 2) for k, v in bench.timings.items()}, **result["timings"]}
+    one = page_level_summary(result, "the crawl itself: spider, extraction, exact and near-duplicate pipelines, "
+                                     "SQLite", result["rescored"])
+    if not distributed:
+        return one, None
+    progress.step(f"{distributed['processes']} processes")
+    result = crawl_page_benchmark(bench, workdir=out_dir / "page-level-distributed", method=DEFAULT_METHOD,
+                                  **distributed)
+    return one, page_level_summary(result, f"the same pages crawled by {distributed['processes']} processes sharing "
+                                           "Redis and PostgreSQL")
 
 
 def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: int = DEFAULT_PAGE_DOCS,
-                   stages: Sequence[str] = STAGES, workers: int | None = None, progress: bool = True) -> dict:
-    """Run the chosen ``stages`` on ``data_dir`` (the shared data folder); write the results into ``out_dir``."""
+                   stages: Sequence[str] = STAGES, workers: int | None = None, progress: bool = True,
+                   distributed: int = 0, redis_url: str | None = None, storage_uri: str | None = None) -> dict:
+    """Run the chosen ``stages`` on ``data_dir`` (the shared data folder); write the results into ``out_dir``.
+
+    ``distributed`` >= 2: the ``pages`` stage also crawls its pages with that many processes against ``redis_url``
+    and the empty PostgreSQL database ``storage_uri`` (results under ``page_level_distributed``).
+    """
+    from newsdedup.evaluation.page_level import check_distributed, preflight_distributed
     from newsdedup.evaluation.reprints import build_text_benchmark
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     stages = parse_stages(",".join(stages))
+    spread = None
+    if distributed or redis_url or storage_uri:
+        if distributed < 2:
+            raise ValueError(f"--distributed takes the number of crawl processes, 2 or more (got {distributed}); "
+                             "--redis-url and --storage-uri go with it")
+        check_distributed(distributed, redis_url, storage_uri)
+        if "pages" not in stages:
+            raise ValueError("--distributed crawls the page level again: add pages to --stages")
+        preflight_distributed(redis_url, storage_uri)  # now, not after the stages before it
+        spread = {"processes": distributed, "redis_url": redis_url, "storage_uri": storage_uri}
     if not (data_dir / "sina-news-2018").is_dir():
         raise ValueError(f"{data_dir} does not hold the shared evaluation data (no sina-news-2018/ in it): "
                          "pass --data pointing at the shared data folder")
@@ -150,7 +183,10 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
                     from newsdedup.evaluation.methods import METHODS, baseline_specs, product_specs
 
                     specs = [s for m in METHODS for s in product_specs(m)] + baseline_specs()
-                results["page_level"] = _page_level(data_dir, out_dir, page_docs, seed, specs, bar, workers)
+                results["page_level"], distributed_pages = _page_level(data_dir, out_dir, page_docs, seed, specs, bar,
+                                                                       workers, spread)
+                if distributed_pages is not None:
+                    results["page_level_distributed"] = distributed_pages
             elif stage == "pairs":
                 from newsdedup.evaluation.real_pair_scores import stage_results
 
@@ -190,6 +226,34 @@ def _recall_table(rows: Sequence[Mapping], key: str) -> list[str]:
     columns = list(dict.fromkeys(k for row in rows for k in row[key]))
     return table(["method", *columns], [[r["method"], *(cell(r[key][c]["rate"], 2) if c in r[key] else "-"
                                                           for c in columns)] for r in rows])
+
+
+def _page_figures(pages: Mapping) -> dict[str, str]:
+    """The figures the 1- and N-process page-level crawls are compared by."""
+    crawl, row = pages["crawl"], pages["default"]
+    return {"P": cell(row["precision"]), "R": cell(row["recall"]), "F1": cell(row["f1"]),
+            "hard negatives merged": f"{row['negatives_fp']['hits']}/{row['negatives_fp']['total']}",
+            "related leaks": str(pages["leaks"]), "hot-list leaks": str(pages["extraction"]["hot_list_leaks"]["pages"]),
+            "exported": str(crawl["exported"]), "skipped": str(crawl["skipped"]),
+            "stored twice": str(crawl.get("stored_twice", "-")),
+            "statuses": " ".join(f"{k} {v}" for k, v in sorted(crawl["statuses"].items())),
+            "crawl s": str(crawl["crawl_seconds"])}
+
+
+def _distributed_markdown(one: Mapping | None, spread: Mapping) -> list[str]:
+    crawl = spread["crawl"]
+    runs = [("1 process", one)] if one else []
+    runs.append((f"{crawl['processes']} processes", spread))
+    columns = list(_page_figures(spread))
+    return ["### Page level, distributed", "",
+            f"The same pages crawled by {crawl['processes']} processes at once, sharing one Redis and one PostgreSQL "
+            "database as distributed crawls do (docs/distributed.md), exported from that database and scored as the "
+            "single process's crawl. Article pages fetched by each process: "
+            f"{', '.join(map(str, crawl['article_pages_by_process']))}.", "",
+            *table(["crawl", *columns], [[name, *(_page_figures(r)[c] for c in columns)] for name, r in runs]),
+            "", "Token F1 of the bodies by shell: " + "; ".join(
+                f"{name}: " + ", ".join(f"{k} {v['f1']} ({v['under_0.9']} under 0.9)"
+                                        for k, v in r["extraction"]["f1_by_shell"].items()) for name, r in runs), ""]
 
 
 def format_markdown(results: Mapping) -> str:
@@ -232,6 +296,8 @@ def format_markdown(results: Mapping) -> str:
                       f"{k} {v['f1']} ({v['under_0.9']} of {v['pages']} under 0.9)"
                       for k, v in pages["extraction"]["f1_by_shell"].items())
                   + f"; bodies holding hot-list text: {pages['extraction']['hot_list_leaks']['pages']}.", ""]
+    if spread := results.get("page_level_distributed"):
+        lines += _distributed_markdown(results.get("page_level"), spread)
     if pairs := results.get("real_pairs"):
         from newsdedup.evaluation.real_pair_scores import markdown as pairs_markdown
 
@@ -268,6 +334,11 @@ def format_summary(results: Mapping) -> str:
                          f"{cell(p and p['recall']):>7}{cell(p and p['f1']):>7}{(cell(cost['total'], 2) if cost else '-'):>8}")
     if pages:
         lines.append(f"page level: {pages['docs']} pages, related-reading leaks {pages['leaks']}")
+    if spread := results.get("page_level_distributed"):
+        row, crawl = spread["default"], spread["crawl"]
+        lines.append(f"page level, {crawl['processes']} processes: P {cell(row['precision'])} R {cell(row['recall'])} "
+                     f"F1 {cell(row['f1'])}, related-reading leaks {spread['leaks']}, hot-list leaks "
+                     f"{spread['extraction']['hot_list_leaks']['pages']}, {crawl['stored_twice']} pages stored twice")
     if pairs := results.get("real_pairs"):
         from newsdedup.evaluation.real_pair_scores import summary_lines
 
