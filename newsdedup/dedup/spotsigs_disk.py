@@ -876,6 +876,12 @@ class PersistentSpotSigsIndex:
             segment.close()
             shutil.rmtree(segment.folder, ignore_errors=True)
 
+    def sync_log(self) -> None:
+        """Make the log durable (fsync): what it holds survives a power cut too, not only ``kill -9``."""
+        if self._log is not None:
+            self._log.flush()
+            os.fsync(self._log.fileno())
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
@@ -934,6 +940,14 @@ class PersistentSpotSigsIndex:
                 common = segment.overlap_of(local, query)
                 return common / (query.length + int(segment.lengths[local]) - common)
         return None
+
+    def documents(self) -> dict[int, int]:
+        """Every visible document's key and time (to compare the index with a rebuild from the store)."""
+        found = {key: time for key, (_, time) in self._delta_docs.items() if time >= self.window_start}
+        for segment in self.segments:
+            shown = segment.visible(self.window_start)
+            found.update(zip(np.asarray(segment.keys)[shown].tolist(), segment.times[shown].tolist()))
+        return found
 
     def __len__(self) -> int:
         return len(self._delta_docs) + sum(int(s.visible(self.window_start).sum()) for s in self.segments)

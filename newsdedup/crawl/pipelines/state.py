@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -66,6 +67,7 @@ class CrawlSettings:
     retention_days: float | None = None
     reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
+    state_dir: Path | None = None  # where the dedup state persists (NEWSDEDUP_STATE_DIR); None: rebuilt each start
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -87,6 +89,7 @@ class CrawlSettings:
             retention_days=retention.retention_days(settings),
             reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
+            state_dir=options.state_dir(settings, options.get_str(settings, "NEWSDEDUP_STORAGE_URI")),
         )
 
     def open_store(self) -> ArticleStore:
@@ -102,7 +105,8 @@ class CrawlState:
         self.order = InOrder()
         self.store: ArticleStore | None = None
         self.indexes = DedupIndexes(settings.features, settings.near, exact_error_rate=settings.exact_error_rate,
-                                    retention_days=settings.retention_days, reuse=settings.reuse)
+                                    retention_days=settings.retention_days, reuse=settings.reuse,
+                                    state_dir=settings.state_dir)
         self.templates = SiteTemplates(settings.site_templates)
         self.started_at = utc_iso(utc_now())  # a distributed crawl's member sets the run's start
         self.store_error: str | None = None  # why the final commit failed
@@ -181,6 +185,7 @@ class CrawlState:
             return
         self.store = self.settings.open_store()
         self.store.open()
+        self.store.on_commit(lambda: self.indexes.after_commit(self.store))  # the persisted state follows the store
         if not self.settings.redis_url:
             self.store.lock_for_run()
             self.indexes.rebuild(self.store, self.crawler.stats)
@@ -205,6 +210,8 @@ class CrawlState:
         except StoreError as exc:
             self.store_error = str(exc)
             logger.error("%s", exc)
+        finally:
+            self.indexes.close()  # the persisted state saved whole (what the store did not commit is not in it)
         self._publish_stats()
 
     def report_committed(self) -> None:
