@@ -81,6 +81,11 @@ class CentreFeatures:
         self.features = features
         self._extractor: FeatureExtractor | None = None
 
+    @property
+    def from_text(self) -> bool:
+        """Whether every centre's features come from its text (E-Simhash words, DWDCS key concepts: not stored)."""
+        return self.features.rebuilds_from_text
+
     def __call__(self, fingerprint: bytes, simhash: int | None, spots: bytes | None,
                  text: Callable[[], str | None]) -> DocFeatures:
         features = self.features
@@ -88,7 +93,7 @@ class CentreFeatures:
         if (
             (features.uses_simhash and doc.simhash is None)
             or (features.uses_spotsigs and doc.spots is None)
-            or features.rebuilds_from_text
+            or self.from_text
         ):
             self._extractor = self._extractor or FeatureExtractor(features)
             doc = self._extractor.features(text() or "")

@@ -64,6 +64,7 @@ DAY = 86_400
 #: Saves at most this often while a crawl commits (a state saved less often is only further behind after a
 #: crash, and catches up); always when the crawl closes.
 SAVE_EVERY = 10.0
+CHUNK_ROWS = 100_000  # rows taken in at a time
 
 
 class StateUnusable(Exception):
@@ -229,6 +230,37 @@ def _up_to(rows: Iterator[StoredRow], last: int) -> Iterator[StoredRow]:
         yield row
 
 
+def _chunks(rows: Iterator[StoredRow], size: int) -> Iterator[list[StoredRow]]:
+    chunk: list[StoredRow] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _Centres:
+    """Centres to add, as arrays: each one's distinct spots (ascending) and their counts."""
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.times: list[int] = []
+        self.spots: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+
+    def add(self, key: int, time: int, spots: tuple[np.ndarray, np.ndarray]) -> None:
+        self.keys.append(key), self.times.append(time), self.spots.append(spots[0]), self.counts.append(spots[1])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """keys, times, offsets, spots, counts: what :meth:`PersistentSpotSigsIndex.bulk_add_arrays` takes."""
+        offsets = np.zeros(len(self.keys) + 1, dtype=np.int64)
+        np.cumsum([len(spots) for spots in self.spots], out=offsets[1:])
+        return (np.array(self.keys, dtype=np.int64), np.array(self.times, dtype=np.int64), offsets,
+                np.concatenate(self.spots), np.concatenate(self.counts))
+
+
 class WindowState(_FolderState):
     """The exact stage's fingerprints and (SpotSigs) the near index's centres of the retention window."""
 
@@ -291,6 +323,16 @@ class WindowState(_FolderState):
                                                  generations=generations, generation_seconds=generation_seconds)
         self.near = self._near_index(None) if self.persists_near else None
 
+    def _spots(self, row: StoredRow, store: ArticleStore) -> tuple[np.ndarray, np.ndarray]:
+        """A centre's spot multiset as (distinct spots ascending, counts): from its stored column (the packed
+        sorted occurrences), or derived from its text when the column does not serve the features."""
+        if row.spots is not None and not self.derive.from_text:
+            return np.unique(np.frombuffer(row.spots, dtype=np.uint64), return_counts=True)
+        features = self.derive(row.fingerprint, None, row.spots, lambda: store.article_text(row.id))
+        ordered = sorted((features.spots or {}).items())
+        return (np.array([spot for spot, _ in ordered], dtype=np.uint64),
+                np.array([count for _, count in ordered], dtype=np.int64))
+
     @property
     def _wants_spots(self) -> bool:
         return self.persists_near
@@ -298,34 +340,37 @@ class WindowState(_FolderState):
     def _apply(self, store, articles, repeats, rolled_back) -> int:
         exact, near = self.exact, self.near
         old_mark = self.marks[ARTICLES]
-        keys, rows, times = [], [], []
-        centres: list[tuple[int, dict, int]] = []
+        first_build = near is not None and old_mark == 0 and near.high_water_mark < 0
         touched: dict[int, int] = {}  # story -> its last activity now
         count = 0
-        for row in articles:
-            count += 1
-            active = seconds(row.active_at or row.fetched_at)
-            if row.id > exact.marks.get(ARTICLES, -1):
-                keys.append(row.fingerprint), rows.append(row.id), times.append(active)
-            if row.cluster_id is None:
-                continue
-            if row.centre and row.cluster_id == row.id:
-                if near is not None and row.id > near.high_water_mark:
-                    spots = self.derive(row.fingerprint, None, row.spots, lambda row=row: store.article_text(row.id))
-                    centres.append((row.id, spots.spots or {}, active))
-            else:
-                touched[row.cluster_id] = active
+        for chunk in _chunks(articles, CHUNK_ROWS):  # memory bounded by a chunk, whatever the rows to take in
+            count += len(chunk)
+            keys, rows, times = [], [], []
+            centres = _Centres()
+            for row in chunk:
+                active = seconds(row.active_at or row.fetched_at)
+                if row.id > exact.marks.get(ARTICLES, -1):
+                    keys.append(row.fingerprint), rows.append(row.id), times.append(active)
+                if row.cluster_id is None:
+                    continue
+                if row.centre and row.cluster_id == row.id:
+                    if near is not None and row.id > near.high_water_mark:
+                        centres.add(row.id, active, self._spots(row, store))
+                else:
+                    touched[row.cluster_id] = active
+            exact.add_rows(keys, rows, times, source=ARTICLES)
+            if centres.keys and first_build:
+                near.bulk_add_arrays(*centres.arrays())  # straight into segments
+            elif centres.keys:
+                for key, active, spots, counts in zip(centres.keys, centres.times, centres.spots, centres.counts):
+                    near.add(key, dict(zip(spots.tolist(), counts.tolist())), time=active)
+                if near.needs_checkpoint:
+                    near.checkpoint()  # every row taken in is committed: a checkpoint is always allowed
         for row in repeats:
             count += 1
             if row.cluster_id is not None:
                 touched[row.cluster_id] = seconds(row.active_at or row.fetched_at)
-        exact.add_rows(keys, rows, times, source=ARTICLES)
         if near is not None:
-            if self.marks[ARTICLES] == 0 and len(centres) > 1000:
-                near.bulk_add(centres)  # a first build: straight into segments
-            else:
-                for key, spots, active in centres:
-                    near.add(key, spots, time=active)
             for story, active in touched.items():
                 near.touch(story, time=active)
             if rolled_back:
