@@ -223,3 +223,25 @@ def test_a_state_built_otherwise_or_damaged_is_built_again_from_the_store(tmp_pa
         assert report.rebuilt
         assert window.near.documents() == rebuilt_centres(store, since=days_ago(60))
         window.close()
+
+
+class Stats(dict):
+    def set_value(self, key, value):
+        self[key] = value
+
+
+def test_a_state_folder_it_cannot_write_leaves_the_crawl_rebuilding_from_the_store(tmp_path):
+    from newsdedup.crawl.indexes import DedupIndexes
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with open_store(f"sqlite:///{tmp_path / 'db.sqlite'}") as store:
+        first_rows(store, Writer(store))
+        indexes = DedupIndexes(FEATURES, NEAR, exact_error_rate=1e-3, retention_days=30, reuse=False,
+                               state_dir=blocker / "state")
+        stats = Stats()
+        indexes.rebuild(store, stats)
+        assert indexes.window is None and stats["newsdedup/near/known_centres"] == 10
+        assert indexes.engine.exact_verdict("again", Writer.fingerprint(3, 0)) is not None
+        indexes.after_commit(store)
+        indexes.close()

@@ -2,7 +2,9 @@
 
 Scheduled monitoring runs fetch the start and list pages every time, but an article URL that an
 earlier run already handled (stored, recorded as a repeat, or skipped or failed and not yet due for
-another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are read from the article
+another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are in a Bloom filter kept in the
+store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedup.store_state.UrlState`: caught up from the
+store when the crawl opens, the run's URLs taken in when it closes) or, with ``none``, read from the article
 store when the crawl opens into a Bloom filter sized for twice the stored count at
 ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
 wrongly skipped even after the filter grows; a false positive here can only skip a page, and it
@@ -108,7 +110,9 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         store = open_store(self.storage_uri)
         store.open()
         try:
-            known = self._persisted_urls(store, since) if self.state_dir is not None else self._urls(store, since)
+            known = self._persisted_urls(store, since) if self.state_dir is not None else None
+            if known is None:
+                known = self._urls(store, since)
         except BaseException:
             store.close()
             raise
@@ -127,12 +131,17 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         )
         return len(urls)
 
-    def _persisted_urls(self, store, since: str | None) -> int:
+    def _persisted_urls(self, store, since: str | None) -> int | None:
         """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
         from newsdedup.dedup.store_state import UrlState
 
-        self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
-                                                   retention_days=self.retention_days, since=since, key=url_key)
+        try:
+            self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
+                                                       retention_days=self.retention_days, since=since, key=url_key)
+        except OSError as exc:  # a folder it cannot write: this run reads the URLs, as without one
+            logger.error("URL filter state in %s unusable (%s): read from the store for this run", self.state_dir, exc)
+            self.state_dir = None
+            return None
         self.crawler.stats.set_value("newsdedup/state/urls_opened_s", round(report.opened_s, 3))
         self.crawler.stats.set_value("newsdedup/state/urls_caught_up_rows", report.caught_up_rows)
         self.crawler.stats.set_value("newsdedup/state/urls_rebuilt", int(report.rebuilt))
@@ -150,6 +159,8 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
             try:
                 if self.state_dir is not None and self.seen_articles is not None:
                     self.seen_articles.sync(self.store, force_save=True)  # this run's URLs: not read at the next start
+            except OSError as exc:
+                logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
             finally:
                 self.store.close()
                 self.store = None

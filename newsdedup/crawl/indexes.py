@@ -40,6 +40,7 @@ class DedupIndexes:
         self.reuse: StoryReuse | None = None  # built by rebuild(); stays None with NEWSDEDUP_REUSE off
         self.state_dir = state_dir  # where the exact and near state persist; None: rebuilt at every start
         self.window: WindowState | None = None  # that state, opened by rebuild()
+        self.following = True  # whether it takes in the store's commits (off after a failed write)
 
     @property
     def exact(self) -> ExactStage | None:
@@ -56,24 +57,30 @@ class DedupIndexes:
         With a state folder the exact filter and SpotSigs' index are opened from it (caught up with the store)."""
         since = retention.window_start(self.retention_days)  # None: remember every stored story
         self.close()
-        if self.state_dir is None:
+        opened = None
+        if self.state_dir is not None:
+            try:
+                opened = self._open_state(store, stats, since)
+            except OSError as exc:  # a folder it cannot write: this run rebuilds, as without one
+                logger.error("dedup state in %s unusable (%s): rebuilt from the store for this run", self.state_dir, exc)
+                self.close()
+        if opened is None:
             rebuilt = engine_from_store(store, self.features, self.near, since=since, error_rate=self.exact_error_rate)
             self.engine = rebuilt.engine
-            known_fingerprints, known_centres = rebuilt.known_fingerprints, rebuilt.known_centres
-        else:
-            known_fingerprints, known_centres = self._open_state(store, stats, since)
+            opened = rebuilt.known_fingerprints, rebuilt.known_centres
+        known_fingerprints, known_centres = opened
         self.reuse = StoryReuse.rebuild(store, since=since) if self.reuse_enabled else None
         stats.set_value("newsdedup/exact/known_fingerprints", known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", known_centres)
         logger.info("dedup state %s: %d fingerprints, %d cluster centres%s",
-                    "rebuilt from the store" if self.state_dir is None else f"opened from {self.state_dir}",
+                    "rebuilt from the store" if self.window is None else f"opened from {self.state_dir}",
                     known_fingerprints, known_centres, f" (stories active since {since})" if since else "")
 
     def _open_state(self, store: ArticleStore, stats, since: str | None) -> tuple[int, int]:
         window, report = WindowState.open(self.state_dir, store, self.features, self.near,
                                           exact_error_rate=self.exact_error_rate,
                                           retention_days=self.retention_days, since=since)
-        self.window = window
+        self.window, self.following = window, True
         exact = ExactStage(store_confirm(store, since), expected=1000, error_rate=self.exact_error_rate)
         exact.bloom = PendingBloom(window.exact, self.exact_error_rate)
         if window.near is not None:
@@ -93,9 +100,16 @@ class DedupIndexes:
 
     def after_commit(self, store: ArticleStore) -> None:
         """The store committed a batch: the persisted state takes in its rows (saved every few seconds)."""
-        if self.window is None:
+        if self.window is None or not self.following:
             return
-        self.window.sync(store)
+        try:
+            self.window.sync(store)
+        except OSError as exc:
+            # The store committed; only the cache lags. It stops following for this run (what the crawl adds stays
+            # in memory beside it) and the next start catches up from the store.
+            logger.error("dedup state in %s: %s; the next crawl catches up from the store", self.state_dir, exc)
+            self.following = False
+            return
         index = self.clusterer.detector.spots.index if self.window.near is not None else None
         if isinstance(index, PendingSpotSigsIndex):
             index.settle()
@@ -103,9 +117,15 @@ class DedupIndexes:
     def close(self) -> None:
         """Save the persisted state whole (the crawl's end) and close its files."""
         if self.window is not None:
-            self.window.checkpoint()
-            self.window.close()
-            self.window = None
+            try:
+                if self.following:
+                    self.window.checkpoint()
+            except OSError as exc:
+                logger.error("dedup state in %s not saved (%s): the next crawl catches up from the store",
+                             self.state_dir, exc)
+            finally:
+                self.window.close()
+                self.window = None
 
     def save(self, store: ArticleStore) -> None:
         """Keep what a rebuild cannot recover (E-Simhash's detector); committed with the store's next flush."""

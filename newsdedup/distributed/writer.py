@@ -10,7 +10,8 @@ story, the page it repeats..., or why it was dropped) to the run's verdict board
 the page waits for it (its store stage hands the verdict on to its item pipelines and feed exports).
 
 A process becomes the writer when it takes the lock (the previous writer finished or died): it first catches
-up with the store (article ids, the exact filter and the near-duplicate index rebuilt from committed rows),
+up with the store (article ids; the exact filter and the near-duplicate index opened from the state folder and
+caught up with committed rows, or rebuilt from them: newsdedup.crawl.indexes),
 then reads the entries the previous writer left unacknowledged, then new ones.
 """
 

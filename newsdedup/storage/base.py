@@ -1,7 +1,8 @@
 """What every storage backend stores, and the interface the pipelines and CLI use.
 
-The database is the source of truth: in-memory indexes (Bloom filters, Simhash and SpotSigs
-indexes, cluster centres) are caches rebuilt from it when a crawl starts.  A backend implements
+The database is the source of truth: the dedup indexes (Bloom filters, Simhash and SpotSigs
+indexes, cluster centres) are caches of it, persisted beside it or rebuilt from it when a crawl starts
+(newsdedup.dedup.store_state).  A backend implements
 :class:`ArticleStore`; :func:`newsdedup.storage.open_store` picks one by URI scheme.
 """
 

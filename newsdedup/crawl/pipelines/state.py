@@ -6,8 +6,9 @@ Each pipeline is a thin Scrapy component that reaches the crawl's one :class:`Cr
 - :class:`CrawlState` (here): the store (opened with the first pipeline, taking the database's run lock, committed
   when the last pipeline closes, closed after the run's record), the order pages take through the dedup stages
   (:class:`~newsdedup.crawl.ordering.InOrder`), pages lost, and a request to stop the crawl;
-- :class:`~newsdedup.crawl.indexes.DedupIndexes`: the exact and near-duplicate indexes, rebuilt from the store
-  when the crawl opens (the database is the truth, the indexes are caches);
+- :class:`~newsdedup.crawl.indexes.DedupIndexes`: the exact and near-duplicate indexes, opened from the state folder
+  (or rebuilt from the store) when the crawl opens and kept in step with each commit (the database is the truth,
+  the indexes are caches);
 - :class:`~newsdedup.crawl.templates.SiteTemplates`: the sites' learned templates, kept in the store;
 - the analyse pipeline (:mod:`newsdedup.crawl.pipelines.analyse`): the worker pool and the pages held for a new
   site's template;
