@@ -53,9 +53,10 @@ def stages_of(crawler) -> dict:
 
 
 class StreamWriter:
-    def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts) -> None:
+    def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts, indexes=None) -> None:
         self.stages = stages_of(crawler)
         self.store = store
+        self.indexes = indexes  # newsdedup.crawl.indexes.DedupIndexes: its persisted state follows the commits
         self.stream = stream
         self.urls = urls  # newsdedup.distributed.redis_run.UrlFilter
         self.verdicts = verdicts  # newsdedup.distributed.redis_run.VerdictBoard
@@ -124,6 +125,10 @@ class StreamWriter:
         self._unacknowledged.clear()
         self._handled.clear()
         self._verdicts.clear()
+        if self.indexes is not None:
+            # After the acknowledgement, off the path between a commit and its XDEL: the state takes in every
+            # committed row above its marks, those of commits within the batch too.
+            self.indexes.after_commit(self.store)
         return True
 
     async def run(self, still_writer) -> None:

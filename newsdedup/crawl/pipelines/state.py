@@ -186,8 +186,10 @@ class CrawlState:
             return
         self.store = self.settings.open_store()
         self.store.open()
-        self.store.on_commit(lambda: self.indexes.after_commit(self.store))  # the persisted state follows the store
         if not self.settings.redis_url:
+            # The persisted state follows the store's commits (a distributed crawl's writer calls it after each
+            # batch's acknowledgement instead: newsdedup.distributed.writer).
+            self.store.on_commit(lambda: self.indexes.after_commit(self.store))
             self.store.lock_for_run()
             self.indexes.rebuild(self.store, self.crawler.stats)
 
