@@ -65,6 +65,9 @@ DAY = 86_400
 #: crash, and catches up); always when the crawl closes.
 SAVE_EVERY = 10.0
 CHUNK_ROWS = 100_000  # rows taken in at a time
+#: The near index's largest segment. Writing a segment of n stories holds about 6 KB a story in memory (1,000,000:
+#: ~6 GB, too much beside a crawl on a shared machine); a query visits one more segment per this many stories.
+NEAR_SEGMENT_DOCS = 250_000
 
 
 class StateUnusable(Exception):
@@ -305,7 +308,7 @@ class WindowState(_FolderState):
         return PersistentSpotSigsIndex(self.folder / "near", tau=settings["tau"],
                                        min_signatures=settings["min_signatures"],
                                        min_containment=settings["min_containment"], store_mark=store_mark,
-                                       auto_checkpoint=False)
+                                       max_segment_docs=NEAR_SEGMENT_DOCS, auto_checkpoint=False)
 
     def _load(self, store_marks: dict[str, int]) -> None:
         self.exact = PersistedBloomFilter.open(self.folder / "exact", store_marks=store_marks)
