@@ -253,9 +253,10 @@ class PersistedBloomFilter:
     def add_rows(self, keys: list[str | bytes], rows: list[int], times: list[int], *, source: str,
                  again: bool = False) -> int:
         """Key ``i`` of store row ``rows[i]`` of ``source`` at ``times[i]``, for many keys of any times at once (a
-        first build, a catch-up): rows ascending above the mark. ``again``: keys of rows the filter holds
-        already, filed anew in the generation of a later time (a story that got a new copy keeps its keys as
-        long as it stays in the window) under the rows given, which may then be the mark itself."""
+        first build, a catch-up): rows ascending above the mark. ``again``: keys the filter holds already, filed
+        anew in the generation of a later time (a story that got a new copy keeps its keys as long as it stays in
+        the window) under the rows that caused it, which may be at or below the mark: a rollback past such a row
+        drops the generation, and the caller's catch-up from before it files the keys again."""
         if not len(keys) == len(rows) == len(times):
             raise ValueError("need one row and one time a key")
         if not keys:
@@ -264,7 +265,7 @@ class PersistedBloomFilter:
         if any(later < earlier for earlier, later in zip(rows, rows[1:])):
             raise ValueError(f"{source} rows must ascend: rows come in store order")
         mark = self.marks.get(source, -1)
-        if rows[0] < mark or (rows[0] == mark and not again):
+        if rows[0] <= mark and not again:
             raise ValueError(f"{source} row {rows[0]} is not above the mark {mark}: rows come in store order")
         by_generation: dict[int, list[int]] = {}
         for i, time in enumerate(times):

@@ -153,6 +153,7 @@ class _FolderState:
             self.marks = {source: min(saved[source], store_marks[source]) for source in saved}
             self._load(store_marks)
         except (StateUnusable, OSError, ValueError, KeyError, TypeError) as exc:
+            report.rolled_back = False
             logger.log(logging.INFO if isinstance(exc, StateMissing) else logging.WARNING,
                        "dedup state %s in %s: %s; building it from the store", self.name, self.folder, exc)
             self.close()
@@ -345,6 +346,7 @@ class WindowState(_FolderState):
         old_mark = self.marks[ARTICLES]
         first_build = near is not None and old_mark == 0 and near.high_water_mark < 0
         touched: dict[int, int] = {}  # story -> its last activity now
+        touched_by: dict[int, tuple[str, int]] = {}  # story -> the last row that gave it a copy
         count = 0
         for chunk in _chunks(articles, CHUNK_ROWS):  # memory bounded by a chunk, whatever the rows to take in
             count += len(chunk)
@@ -361,6 +363,7 @@ class WindowState(_FolderState):
                         centres.add(row.id, active, self._spots(row, store))
                 else:
                     touched[row.cluster_id] = active
+                    touched_by[row.cluster_id] = (ARTICLES, row.id)
             exact.add_rows(keys, rows, times, source=ARTICLES)
             if centres.keys and first_build:
                 near.bulk_add_arrays(*centres.arrays())  # straight into segments
@@ -373,6 +376,7 @@ class WindowState(_FolderState):
             count += 1
             if row.cluster_id is not None:
                 touched[row.cluster_id] = seconds(row.active_at or row.fetched_at)
+                touched_by[row.cluster_id] = (REPEATS, row.id)
         if near is not None:
             for story, active in touched.items():
                 near.touch(story, time=active)
@@ -383,13 +387,18 @@ class WindowState(_FolderState):
                                np.array([seconds(t) for t in activity[:, 1]], dtype=np.int64))
         # A story that got a copy keeps the fingerprints of its earlier articles as long as it stays in the window:
         # they are filed again in the generation of its new activity.
-        earlier = {story: active for story, active in touched.items() if story <= old_mark}
+        # Filed under the row that gave the story its copy: a rollback past that row drops them with it and the
+        # catch-up from before it files them again.
+        earlier = {story for story in touched if story <= old_mark}
         if earlier and old_mark > 0:
-            again = [(fingerprint, earlier[story])
-                     for story, fingerprint in store.iter_cluster_fingerprints(earlier, up_to=old_mark)]
-            mark = exact.marks.get(ARTICLES, old_mark)
-            exact.add_rows([f for f, _ in again], [mark] * len(again), [t for _, t in again], source=ARTICLES,
-                           again=True)
+            again: dict[str, list[tuple[int, bytes, int]]] = {ARTICLES: [], REPEATS: []}
+            for story, fingerprint in store.iter_cluster_fingerprints(earlier, up_to=old_mark):
+                source, row = touched_by[story]
+                again[source].append((row, fingerprint, touched[story]))
+            for source, entries in again.items():
+                entries.sort(key=lambda entry: entry[0])
+                exact.add_rows([f for _, f, _ in entries], [row for row, _, _ in entries],
+                               [t for _, _, t in entries], source=source, again=True)
         return count
 
     def _filters(self) -> list[PersistedBloomFilter]:
