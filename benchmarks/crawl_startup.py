@@ -14,6 +14,9 @@ benchmarks/index_scaling.py, drawn in numpy). Then, each in a fresh process (its
     What a crawl start does (:meth:`CrawlState.open`): open the store, :meth:`DedupIndexes.rebuild` with the state
     folder (the exact filter and the SpotSigs index, opened and caught up) and the URL filter's
     :meth:`UrlState.open` (as ``SeenArticlesDupeFilter.open``).
+``crawl``
+    A whole ``scrapy crawl portal`` process with nothing to fetch (``retention_startup.nothing_to_fetch``) against the
+    store and its state: start-up and shutdown as a user sees them, median of ``--rounds``.
 ``takeover``
     A writer's takeover (``RunMember._try_to_become_writer``): ``store.refresh()`` and :meth:`DedupIndexes.rebuild`,
     after ``--behind`` rows were committed that the state had not taken in (the dead writer's last batches).
@@ -39,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_persistent import in_child, memory  # noqa: E402
+from retention_startup import crawl, nothing_to_fetch  # noqa: E402
 from spot_arrays import SpotArrays  # noqa: E402
 
 from newsdedup.clock import utc_iso  # noqa: E402
@@ -171,7 +175,7 @@ def child(kind: str, db: str, state: str) -> dict:
     raise ValueError(kind)
 
 
-def measure(root: Path, size: int, *, behind: int, today: bool) -> dict:
+def measure(root: Path, size: int, *, behind: int, today: bool, site_url: str, rounds: int) -> dict:
     source = store_of(root, size)
     db = root / f"run-{size}.sqlite"
     state = Path(str(db) + ".state")
@@ -180,6 +184,10 @@ def measure(root: Path, size: int, *, behind: int, today: bool) -> dict:
     result = {"stories": size}
     result["build"] = in_child("--child", "build", str(db), str(state), script=__file__)
     result["startup"] = in_child("--child", "startup", str(db), str(state), script=__file__)
+    # A whole `scrapy crawl portal` with nothing to fetch against this store and its state: start-up and shutdown.
+    runs = [crawl(db, site_url, str(RETENTION_DAYS)) for _ in range(rounds)]
+    result["crawl"] = {"s": round(sorted(r[0] for r in runs)[len(runs) // 2], 2),
+                       "peak_mb": round(sorted(r[1] for r in runs)[len(runs) // 2])}
     write_rows(db, size + 1, behind, now=datetime.now(timezone.utc), days=0.01)
     result["takeover"] = in_child("--child", "takeover", str(db), str(state), script=__file__)
     if today:
@@ -195,6 +203,7 @@ def main() -> None:
     parser.add_argument("--behind", type=int, default=1000, help="rows the state has not taken in at the takeover")
     parser.add_argument("--today-limit", type=int, default=100_000, help="largest size today's rebuild runs at")
     parser.add_argument("--root", type=Path, default=Path("/tmp/newsdedup-bench"))
+    parser.add_argument("--rounds", type=int, default=3, help="whole crawls a store (median)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -202,17 +211,19 @@ def main() -> None:
         return
     args.root.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {os.getloadavg()}", flush=True)
-    empty = measure(args.root, 0, behind=args.behind, today=True)
-    print(json.dumps(empty), flush=True)
-    for size in sorted(args.sizes):
-        started = time.perf_counter()
-        store_of(args.root, size)
-        print(f"store of {size:,}: {time.perf_counter() - started:.0f} s (0 when reused)", flush=True)
-        result = measure(args.root, size, behind=args.behind, today=size <= args.today_limit)
-        for step in ("startup", "takeover", "today"):
-            if step in result:
-                result[step]["ratio"] = round(result[step]["s"] / max(empty[step]["s"], 1e-3), 1)
-        print(json.dumps(result), flush=True)
+    with nothing_to_fetch() as site_url:
+        empty = measure(args.root, 0, behind=args.behind, today=True, site_url=site_url, rounds=args.rounds)
+        print(json.dumps(empty), flush=True)
+        for size in sorted(args.sizes):
+            started = time.perf_counter()
+            store_of(args.root, size)
+            print(f"store of {size:,}: {time.perf_counter() - started:.0f} s (0 when reused)", flush=True)
+            result = measure(args.root, size, behind=args.behind, today=size <= args.today_limit,
+                             site_url=site_url, rounds=args.rounds)
+            for step in ("startup", "crawl", "takeover", "today"):
+                if step in result:
+                    result[step]["ratio"] = round(result[step]["s"] / max(empty[step]["s"], 1e-3), 1)
+            print(json.dumps(result), flush=True)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 
