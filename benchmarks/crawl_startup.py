@@ -187,6 +187,7 @@ def measure(root: Path, size: int, *, behind: int, today: bool, site_url: str, r
     # A whole `scrapy crawl portal` with nothing to fetch against this store and its state: start-up and shutdown.
     runs = [crawl(db, site_url, str(RETENTION_DAYS)) for _ in range(rounds)]
     result["crawl"] = {"s": round(sorted(r[0] for r in runs)[len(runs) // 2], 2),
+                       "cpu_s": round(sorted(r[2] for r in runs)[len(runs) // 2], 2),
                        "peak_mb": round(sorted(r[1] for r in runs)[len(runs) // 2])}
     write_rows(db, size + 1, behind, now=datetime.now(timezone.utc), days=0.01)
     result["takeover"] = in_child("--child", "takeover", str(db), str(state), script=__file__)
