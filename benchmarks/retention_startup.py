@@ -27,6 +27,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -82,8 +84,25 @@ def build_store(path: Path, *, articles: int, recent: int, data: Path) -> None:
     conn.close()
 
 
-def crawl(db: Path, site_url: str, retention: str) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of one `scrapy crawl portal` that has nothing to fetch."""
+@contextmanager
+def nothing_to_fetch() -> Iterator[str]:
+    """The URL of a local list page with one article link that robots.txt refuses: a crawl of it finds a link (a
+    list page without any fails the site, exit status 6) and fetches nothing but robots.txt and the list page, so
+    its time is start-up and shutdown and no store changes."""
+    with tempfile.TemporaryDirectory() as root:
+        Path(root, "index.html").write_text('<html><body><a href="/news/1.html">news</a></body></html>',
+                                            encoding="utf-8")
+        Path(root, "robots.txt").write_text("User-agent: *\nDisallow: /news/\n", encoding="utf-8")
+        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=root))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        finally:
+            server.shutdown()
+
+
+def crawl(db: Path, site_url: str, retention: str) -> tuple[float, float, float]:
+    """Wall seconds, peak resident MB and CPU seconds of one `scrapy crawl portal` that has nothing to fetch."""
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as sites:
         sites.write(f'[[site]]\nname = "empty"\nstart_urls = ["{site_url}"]\nallowed_domains = ["127.0.0.1"]\n'
                     "article_url_pattern = 'http://127\\.0\\.0\\.1:\\d+/news/\\d+\\.html'\n")
@@ -98,7 +117,7 @@ def crawl(db: Path, site_url: str, retention: str) -> tuple[float, float]:
     if process.returncode != 0:
         raise SystemExit(f"the crawl failed: {process.stderr.read().decode()[-2000:]}")
     os.unlink(sites.name)
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -117,15 +136,7 @@ def main() -> None:
     if not args.db.exists():
         print(f"building {args.db} ...", file=sys.stderr)
         build_store(args.db, articles=args.articles, recent=args.recent, data=args.data)
-    with tempfile.TemporaryDirectory() as root:
-        # One article link that robots.txt refuses: the run finds a link (a list page without any fails the
-        # site, exit status 6) and fetches nothing but robots.txt and the list page, so no store changes.
-        Path(root, "index.html").write_text('<html><body><a href="/news/1.html">news</a></body></html>',
-                                            encoding="utf-8")
-        Path(root, "robots.txt").write_text("User-agent: *\nDisallow: /news/\n", encoding="utf-8")
-        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=root))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        site_url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    with tempfile.TemporaryDirectory() as root, nothing_to_fetch() as site_url:
         configs = {"empty store (baseline)": (Path(root, "empty.sqlite"), "30"),
                    f"{args.articles:,} articles, 30-day window": (args.db, "30"),
                    f"{args.articles:,} articles, no window": (args.db, "0")}
@@ -135,7 +146,6 @@ def main() -> None:
                 results[name].append(crawl(db, site_url, retention))
                 print(f"  round {round_ + 1} {name}: {results[name][-1][0]:.1f} s, {results[name][-1][1]:.0f} MB",
                       file=sys.stderr)
-        server.shutdown()
     base_s, base_mb = (statistics.median(v[i] for v in results["empty store (baseline)"]) for i in (0, 1))
     print("| store | start-up and shutdown, s (median) | x baseline | peak memory, MB (median) | x baseline |")
     print("| --- | --- | --- | --- | --- |")

@@ -66,11 +66,11 @@ NEWSDEDUP_URLFILTER_ERROR_RATE = 1e-7
 # Stories with no copy fetched for this many days leave the URL filter, the exact filter and the near-duplicate
 # index (rows stay in the database): memory and start-up follow the window. `0` keeps everything.
 NEWSDEDUP_RETENTION_DAYS = 30
-# Folder where the dedup indexes are saved between runs, so that a crawl (or a distributed crawl's new writer) opens
-# them in seconds instead of rebuilding them from the store; the store stays the truth (an index behind it catches
-# up, one ahead of it is rebuilt). Empty: `<database file>.state/` beside a SQLite store (a PostgreSQL store: off);
-# `none`: rebuilt at every start. Today the passage-reuse index is saved there.
-NEWSDEDUP_STATE_DIR = ""
+# Folder where the exact filter, the SpotSigs near-duplicate index, the passage-reuse index and the URL filter persist
+# between crawls, so a start opens them in seconds instead of rebuilding them from the store (docs/how-it-works.md). `auto`: beside a
+# SQLite file (`<file>.state`), for PostgreSQL in this machine's cache (`~/.cache/newsdedup/state/<host>-<port>-<db>`);
+# `none`: rebuild at every start.
+NEWSDEDUP_STATE_DIR = "auto"
 # False-positive bound of the exact-text Bloom filter (a false positive costs one lookup in the store, never an
 # article).
 NEWSDEDUP_EXACT_BLOOM_ERROR_RATE = 1e-3

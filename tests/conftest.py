@@ -19,6 +19,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("NEWSDEDUP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_home(tmp_path_factory):
+    """Crawls on PostgreSQL keep their dedup state in the cache folder (NEWSDEDUP_STATE_DIR=auto): the session's,
+    not the user's, also for the crawl subprocesses the tests start."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """Path of ``../shared/data``; skips the test when it is not there (fails under ``CI``)."""

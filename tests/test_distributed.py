@@ -287,6 +287,8 @@ def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers
                 kill(process.pid)
             watch.stop()
         assert "is the writer now" in survivor_log  # took over the stream
+        # ... opening the dedup state the dead writer kept (its machine's copy), caught up, not rebuilt.
+        assert "'newsdedup/state/rebuilt': 0" in survivor_log
         check_consistent(site, store_uri, complete=False)
         # Before any rerun: every page either process published to the stream is recorded (a page the dead process
         # fetched but had not published yet is the rerun's), and the survivor applied exactly the entries the dead

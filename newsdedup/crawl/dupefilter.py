@@ -2,7 +2,9 @@
 
 Scheduled monitoring runs fetch the start and list pages every time, but an article URL that an
 earlier run already handled (stored, recorded as a repeat, or skipped or failed and not yet due for
-another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are read from the article
+another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are in a Bloom filter kept in the
+store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedup.store_state.UrlState`: caught up from the
+store when the crawl opens, the run's URLs taken in when it closes) or, with ``none``, read from the article
 store when the crawl opens into a Bloom filter sized for twice the stored count at
 ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
 wrongly skipped even after the filter grows; a false positive here can only skip a page, and it
@@ -93,7 +95,10 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         dupefilter.storage_uri = options.get_str(crawler.settings, "NEWSDEDUP_STORAGE_URI")
         dupefilter.error_rate = options.get_float(crawler.settings, "NEWSDEDUP_URLFILTER_ERROR_RATE")
         dupefilter.retention_days = retention.retention_days(crawler.settings)
+        dupefilter.state_dir = options.state_dir(crawler.settings, dupefilter.storage_uri) \
+            if dupefilter.storage_uri else None
         dupefilter.seen_articles = None
+        dupefilter.looks_up_older = False
         dupefilter.store = None  # open during the crawl when a window is on: URLs older than it are looked up
         return dupefilter
 
@@ -105,28 +110,58 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         store = open_store(self.storage_uri)
         store.open()
         try:
-            urls = [url_key(u) for u in store.iter_fetched_urls(since=since)]
+            known = self._persisted_urls(store, since) if self.state_dir is not None else None
+            if known is None:
+                known = self._urls(store, since)
         except BaseException:
             store.close()
             raise
-        if since is None:
+        self.looks_up_older = since is not None  # URLs older than the window are looked up in the store
+        if since is None and self.state_dir is None:
             store.close()
         else:
-            self.store = store
+            self.store = store  # also for the persisted URLs to take in this run's at the end
+        self.crawler.stats.set_value("newsdedup/urlfilter/known", known)
+        logger.info("URL filter: %d article pages known from earlier runs", known)
+
+    def _urls(self, store, since: str | None) -> int:
+        urls = [url_key(u) for u in store.iter_fetched_urls(since=since)]
         self.seen_articles = BoundedBloomFilter.of(
             urls, expected=max(2 * len(urls), 100_000), error_rate=self.error_rate
         )
-        self.crawler.stats.set_value("newsdedup/urlfilter/known", len(urls))
-        logger.info("URL filter: %d article pages known from earlier runs", len(urls))
+        return len(urls)
+
+    def _persisted_urls(self, store, since: str | None) -> int | None:
+        """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
+        from newsdedup.dedup.store_state import UrlState
+
+        try:
+            self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
+                                                       retention_days=self.retention_days, since=since, key=url_key)
+        except OSError as exc:  # a folder it cannot write: this run reads the URLs, as without one
+            logger.error("URL filter state in %s unusable (%s): read from the store for this run", self.state_dir, exc)
+            self.state_dir = None
+            return None
+        self.crawler.stats.set_value("newsdedup/state/urls_opened_s", round(report.opened_s, 3))
+        self.crawler.stats.set_value("newsdedup/state/urls_caught_up_rows", report.caught_up_rows)
+        self.crawler.stats.set_value("newsdedup/state/urls_rebuilt", int(report.rebuilt))
+        return len(self.seen_articles)
 
     def _known_article(self, url: str, *, count: bool = True) -> bool:
         if self.seen_articles is None:
             return False
         # A link the Bloom filter has not seen may have been handled before the retention window.
-        return url_key(url) in self.seen_articles or self._known_before_window(self.store, url, count)
+        return url_key(url) in self.seen_articles or \
+            self._known_before_window(self.store if self.looks_up_older else None, url, count)
 
     def close(self, reason: str) -> None:
         if self.store is not None:
-            self.store.close()
-            self.store = None
+            try:
+                if self.state_dir is not None and self.seen_articles is not None:
+                    self.seen_articles.sync(self.store, force_save=True)  # this run's URLs: not read at the next start
+            except OSError as exc:
+                logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
+            finally:
+                self.store.close()
+                self.store = None
         return super().close(reason)

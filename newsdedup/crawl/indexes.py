@@ -1,10 +1,15 @@
 """The dedup indexes of a crawl: the exact stage's Bloom filter, the near-duplicate clusterer and the passage-reuse
 index of the stored stories.
 
-They are caches of the store, the truth: :meth:`DedupIndexes.rebuild` reads the stored fingerprints and the
-centres of the stories active in the retention window back into them when a crawl opens (a distributed crawl's
-writer, when it takes the role). E-Simhash's detector is also saved (:meth:`DedupIndexes.save`): its corpus
-statistics cover every article seen, not only the centres a rebuild could re-add.
+They are caches of the store, the truth. With a state folder (``state_dir``, ``NEWSDEDUP_STATE_DIR``) the exact
+filter and SpotSigs' near index persist there (:mod:`newsdedup.dedup.store_state`), and the passage-reuse index in
+its ``reuse/`` (:meth:`newsdedup.crawl.reuse_index.StoryReuse.open`, saved when the crawl closes): :meth:`DedupIndexes.rebuild`
+opens them (rolled back or caught up to the store, expired to the retention window) instead of rebuilding them,
+and :meth:`DedupIndexes.after_commit` takes in each batch the store commits. Without one, and for the other
+near-duplicate methods' index, :meth:`DedupIndexes.rebuild` reads the stored fingerprints and the centres of the
+stories active in the retention window back into memory when a crawl opens (a distributed crawl's writer, when it
+takes the role). E-Simhash's detector is also saved (:meth:`DedupIndexes.save`): its corpus statistics cover
+every article seen, not only the centres a rebuild could re-add.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from pathlib import Path
 from newsdedup.crawl.reuse_index import StoryReuse
 from newsdedup.dedup.engine import DedupEngine, ExactStage
 from newsdedup.dedup.features import FeatureConfig
-from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer
-from newsdedup.dedup.store_engine import engine_from_store, save_engine_state
+from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
+from newsdedup.dedup.store_engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
+from newsdedup.dedup.store_state import PendingBloom, PendingSpotSigsIndex, WindowState
 from newsdedup.run import retention
 from newsdedup.storage.base import ArticleStore
 
@@ -33,7 +39,9 @@ class DedupIndexes:
         self.engine: DedupEngine | None = None  # the dedup decision, built by rebuild(); exact and clusterer are its stages
         self.reuse_enabled = reuse
         self.reuse: StoryReuse | None = None  # built by rebuild(); stays None with NEWSDEDUP_REUSE off
-        self.state_dir = state_dir  # where indexes are saved and opened from (NEWSDEDUP_STATE_DIR); None: rebuilt
+        self.state_dir = state_dir  # where the exact, near and reuse state persist; None: rebuilt at every start
+        self.window: WindowState | None = None  # that state, opened by rebuild()
+        self.following = True  # whether it takes in the store's commits (off after a failed write)
 
     @property
     def exact(self) -> ExactStage | None:
@@ -46,16 +54,80 @@ class DedupIndexes:
         return None if self.engine is None else self.engine.clusterer
 
     def rebuild(self, store: ArticleStore, stats) -> None:
-        """The indexes from the store's rows of the retention window; ``stats``: the crawl's stats collector."""
+        """The indexes from the store's rows of the retention window; ``stats``: the crawl's stats collector.
+        With a state folder the exact filter and SpotSigs' index are opened from it (caught up with the store)."""
         since = retention.window_start(self.retention_days)  # None: remember every stored story
-        rebuilt = engine_from_store(store, self.features, self.near, since=since, error_rate=self.exact_error_rate)
-        self.engine = rebuilt.engine
+        self.close()
+        opened = None
+        if self.state_dir is not None:
+            try:
+                opened = self._open_state(store, stats, since)
+            except OSError as exc:  # a folder it cannot write: this run rebuilds, as without one
+                logger.error("dedup state in %s unusable (%s): rebuilt from the store for this run", self.state_dir, exc)
+                self.close()
+        if opened is None:
+            rebuilt = engine_from_store(store, self.features, self.near, since=since, error_rate=self.exact_error_rate)
+            self.engine = rebuilt.engine
+            opened = rebuilt.known_fingerprints, rebuilt.known_centres
+        known_fingerprints, known_centres = opened
         self.reuse = StoryReuse.open(store, None if self.state_dir is None else self.state_dir / "reuse",
                                      since=since) if self.reuse_enabled else None
-        stats.set_value("newsdedup/exact/known_fingerprints", rebuilt.known_fingerprints)
-        stats.set_value("newsdedup/near/known_centres", rebuilt.known_centres)
-        logger.info("dedup state rebuilt from the store: %d fingerprints, %d cluster centres%s",
-                    rebuilt.known_fingerprints, rebuilt.known_centres, f" (stories active since {since})" if since else "")
+        stats.set_value("newsdedup/exact/known_fingerprints", known_fingerprints)
+        stats.set_value("newsdedup/near/known_centres", known_centres)
+        logger.info("dedup state %s: %d fingerprints, %d cluster centres%s",
+                    "rebuilt from the store" if self.window is None else f"opened from {self.state_dir}",
+                    known_fingerprints, known_centres, f" (stories active since {since})" if since else "")
+
+    def _open_state(self, store: ArticleStore, stats, since: str | None) -> tuple[int, int]:
+        window, report = WindowState.open(self.state_dir, store, self.features, self.near,
+                                          exact_error_rate=self.exact_error_rate,
+                                          retention_days=self.retention_days, since=since)
+        self.window, self.following = window, True
+        exact = ExactStage(store_confirm(store, since), expected=1000, error_rate=self.exact_error_rate)
+        exact.bloom = PendingBloom(window.exact, self.exact_error_rate)
+        if window.near is not None:
+            detector = make_detector(self.near)
+            detector.spots.index = PendingSpotSigsIndex(window.near)
+            clusterer, known_centres = SinglePassClusterer(detector), len(window.near)
+        else:  # the other methods' index is rebuilt from the store
+            clusterer, known_centres = clusterer_from_store(store, self.features, self.near, since=since)
+        self.engine = DedupEngine(exact, clusterer)
+        stats.set_value("newsdedup/state/opened_s", round(report.opened_s, 3))
+        stats.set_value("newsdedup/state/caught_up_rows", report.caught_up_rows)
+        stats.set_value("newsdedup/state/rebuilt", int(report.rebuilt))
+        logger.info("dedup state in %s %s in %.2f s, %d rows caught up%s", self.state_dir,
+                    "built from the store" if report.rebuilt else "opened", report.opened_s, report.caught_up_rows,
+                    " (it was ahead of the store: rolled back)" if report.rolled_back else "")
+        return window.known_fingerprints, known_centres
+
+    def after_commit(self, store: ArticleStore) -> None:
+        """The store committed a batch: the persisted state takes in its rows (saved every few seconds)."""
+        if self.window is None or not self.following:
+            return
+        try:
+            self.window.sync(store)
+        except OSError as exc:
+            # The store committed; only the cache lags. It stops following for this run (what the crawl adds stays
+            # in memory beside it) and the next start catches up from the store.
+            logger.error("dedup state in %s: %s; the next crawl catches up from the store", self.state_dir, exc)
+            self.following = False
+            return
+        index = self.clusterer.detector.spots.index if self.window.near is not None else None
+        if isinstance(index, PendingSpotSigsIndex):
+            index.settle()
+
+    def close(self) -> None:
+        """Save the persisted state whole (the crawl's end) and close its files."""
+        if self.window is not None:
+            try:
+                if self.following:
+                    self.window.checkpoint()
+            except OSError as exc:
+                logger.error("dedup state in %s not saved (%s): the next crawl catches up from the store",
+                             self.state_dir, exc)
+            finally:
+                self.window.close()
+                self.window = None
 
     def save(self, store: ArticleStore) -> None:
         """Keep what a rebuild cannot recover (E-Simhash's detector; committed with the store's next flush) and save

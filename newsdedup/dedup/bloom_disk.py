@@ -236,6 +236,11 @@ class PersistedBloomFilter:
         if not digests:
             return 0
         self._note_row(generation, source, first_row, first_row + len(digests) - 1)
+        self._fill(time, digests)
+        return len(digests)
+
+    def _fill(self, time: int, digests: list[tuple[int, int]]) -> None:
+        """Set the bits of ``digests`` in the generation of ``time``, a new filter each time one is full."""
         h1 = np.fromiter((d[0] for d in digests), dtype=np.uint64, count=len(digests))
         h2 = np.fromiter((d[1] for d in digests), dtype=np.uint64, count=len(digests))
         done = 0
@@ -244,7 +249,35 @@ class PersistedBloomFilter:
             take = min(len(digests) - done, max(1, bits.capacity - bits.count))
             bits.add_many(h1[done: done + take], h2[done: done + take])
             done += take
-        return len(digests)
+
+    def add_rows(self, keys: list[str | bytes], rows: list[int], times: list[int], *, source: str,
+                 again: bool = False) -> int:
+        """Key ``i`` of store row ``rows[i]`` of ``source`` at ``times[i]``, for many keys of any times at once (a
+        first build, a catch-up): rows ascending above the mark. ``again``: keys the filter holds already, filed
+        anew in the generation of a later time (a story that got a new copy keeps its keys as long as it stays in
+        the window) under the rows that caused it, which may be at or below the mark: a rollback past such a row
+        drops the generation, and the caller's catch-up from before it files the keys again."""
+        if not len(keys) == len(rows) == len(times):
+            raise ValueError("need one row and one time a key")
+        if not keys:
+            return 0
+        rows = [_check_int("row", row) for row in rows]
+        if any(later < earlier for earlier, later in zip(rows, rows[1:])):
+            raise ValueError(f"{source} rows must ascend: rows come in store order")
+        mark = self.marks.get(source, -1)
+        if rows[0] <= mark and not again:
+            raise ValueError(f"{source} row {rows[0]} is not above the mark {mark}: rows come in store order")
+        by_generation: dict[int, list[int]] = {}
+        for i, time in enumerate(times):
+            by_generation.setdefault(_check_int("time", time) // self.generation_seconds, []).append(i)
+        for chosen in by_generation.values():
+            time = times[chosen[0]]
+            generation = self._generation_of(time)
+            held = generation.rows.setdefault(source, [rows[chosen[0]], rows[chosen[-1]]])
+            held[0], held[1] = min(held[0], rows[chosen[0]]), max(held[1], rows[chosen[-1]])
+            self._fill(time, [_digest(keys[i]) for i in chosen])
+        self.marks[source] = max(mark, rows[-1])
+        return len(keys)
 
     def __contains__(self, key: str | bytes) -> bool:
         digest = _digest(key)

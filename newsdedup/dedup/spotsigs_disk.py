@@ -664,6 +664,22 @@ class PersistentSpotSigsIndex:
                 return True
         return False
 
+    def set_times(self, keys: np.ndarray, times: np.ndarray) -> None:
+        """Set every document's time anew: ``times[i]`` for ``keys[i]`` (ascending), 0 (hidden) for a document
+        not listed; then a checkpoint. For a state that was ahead of its store: a time raised by a row the
+        store does not have cannot be undone by a rollback, only set again from the store."""
+        keys, times = np.asarray(keys, dtype=np.int64), np.asarray(times, dtype=np.int64)
+        for key, (spots, _) in list(self._delta_docs.items()):
+            position = int(np.searchsorted(keys, key))
+            listed = position < len(keys) and int(keys[position]) == key
+            self._delta_docs[key] = (spots, int(times[position]) if listed else 0)
+        for segment in self.segments:
+            position = np.minimum(np.searchsorted(keys, segment.keys), max(len(keys) - 1, 0))
+            listed = (keys[position] == segment.keys) if len(keys) else np.zeros(segment.size, dtype=bool)
+            segment.times = np.where(listed, times[position] if len(keys) else 0, 0).astype(np.uint32)
+            segment.dirty = True
+        self.checkpoint()
+
     def bulk_add(self, rows: Iterable[tuple[int, Mapping[int, int], int]]) -> int:
         """Add many ``(key, spots, time)`` rows at once, straight into segments of ``max_segment_docs``
         (the first build from an existing store, or a benchmark); returns how many were indexed.
@@ -840,6 +856,12 @@ class PersistentSpotSigsIndex:
             segment.close()
             shutil.rmtree(segment.folder, ignore_errors=True)
 
+    def sync_log(self) -> None:
+        """Make the log durable (fsync): what it holds survives a power cut too, not only ``kill -9``."""
+        if self._log is not None:
+            self._log.flush()
+            os.fsync(self._log.fileno())
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
@@ -898,6 +920,14 @@ class PersistentSpotSigsIndex:
                 common = segment.overlap_of(local, query)
                 return common / (query.length + int(segment.lengths[local]) - common)
         return None
+
+    def documents(self) -> dict[int, int]:
+        """Every visible document's key and time (to compare the index with a rebuild from the store)."""
+        found = {key: time for key, (_, time) in self._delta_docs.items() if time >= self.window_start}
+        for segment in self.segments:
+            shown = segment.visible(self.window_start)
+            found.update(zip(np.asarray(segment.keys)[shown].tolist(), segment.times[shown].tolist()))
+        return found
 
     def __len__(self) -> int:
         return len(self._delta_docs) + sum(int(s.visible(self.window_start).sum()) for s in self.segments)

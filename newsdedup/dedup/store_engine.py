@@ -9,6 +9,7 @@ with a store both call them, so a store continues the same way whichever of them
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from newsdedup import defaults
@@ -34,38 +35,69 @@ def engine_from_store(
     :class:`~newsdedup.storage.base.StoredRef`, near matches its article id.
     """
     fingerprints = list(store.iter_fingerprints(since=since))
+    exact = ExactStage(store_confirm(store, since), expected=2 * len(fingerprints) + 100_000, error_rate=error_rate)
+    for fingerprint in fingerprints:
+        exact.add(fingerprint)
+    clusterer, known_centres = clusterer_from_store(store, features, near, since=since)
+    return StoredEngine(DedupEngine(exact, clusterer), len(fingerprints), known_centres)
+
+
+def store_confirm(store: ArticleStore, since: str | None) -> Callable[[bytes], ExactRef | None]:
+    """The exact stage's confirmation of a Bloom "maybe": the store's latest article with the fingerprint in the window."""
 
     def confirm(fingerprint: bytes) -> ExactRef | None:
         ref = store.find_by_fingerprint(fingerprint, since=since)
         return None if ref is None else ExactRef(ref, ref.cluster_id)
 
-    exact = ExactStage(confirm, expected=2 * len(fingerprints) + 100_000, error_rate=error_rate)
-    for fingerprint in fingerprints:
-        exact.add(fingerprint)
+    return confirm
+
+
+def clusterer_from_store(store: ArticleStore, features: FeatureConfig, near: NearSettings, *,
+                         since: str | None = None) -> tuple[SinglePassClusterer, int]:
+    """The Single-Pass clusterer of the centres of the stories active since ``since``, and how many there are."""
     detector = _restore_detector(store, near)
     restored = detector if isinstance(detector, ESimhashDetector) else None  # with its statistics
     clusterer = SinglePassClusterer(detector)
-    recompute: FeatureExtractor | None = None
+    derive = CentreFeatures(features)
     in_window: list[int] = []  # the centres of stories active in the window
     for record in store.iter_cluster_centres(since=since):
         in_window.append(record.id)
         if restored is not None and record.id in restored:
             continue  # restored from the saved state, with its statistics
-        doc = DocFeatures(record.fingerprint, record.simhash, unpack_spots(record.spots))
-        if (
-            (features.uses_simhash and doc.simhash is None)
-            or (features.uses_spotsigs and doc.spots is None)
-            or features.rebuilds_from_text  # E-Simhash words, DWDCS key concepts: not stored
-        ):
-            # Stored by another method or bit width: derive the missing features from the text once.
-            recompute = recompute or FeatureExtractor(features)
-            doc = recompute.features(record.text)
-        clusterer.add_centre(record.id, doc)
+        clusterer.add_centre(record.id, derive(record.fingerprint, record.simhash, record.spots, lambda: record.text))
     if restored is not None:
         # The saved index holds every centre it ever indexed; a story past the retention window is no
         # longer matched (as with the other methods, rebuilt from the window's centres alone).
         restored.retain(in_window)
-    return StoredEngine(DedupEngine(exact, clusterer), len(fingerprints), len(in_window))
+    return clusterer, len(in_window)
+
+
+class CentreFeatures:
+    """A stored centre's features for the near index: its stored columns, or derived from its text when the
+    columns do not serve ``features`` (stored by another method or bit width; E-Simhash words and DWDCS key
+    concepts are not stored)."""
+
+    def __init__(self, features: FeatureConfig) -> None:
+        self.features = features
+        self._extractor: FeatureExtractor | None = None
+
+    @property
+    def from_text(self) -> bool:
+        """Whether every centre's features come from its text (E-Simhash words, DWDCS key concepts: not stored)."""
+        return self.features.rebuilds_from_text
+
+    def __call__(self, fingerprint: bytes, simhash: int | None, spots: bytes | None,
+                 text: Callable[[], str | None]) -> DocFeatures:
+        features = self.features
+        doc = DocFeatures(fingerprint, simhash, unpack_spots(spots))
+        if (
+            (features.uses_simhash and doc.simhash is None)
+            or (features.uses_spotsigs and doc.spots is None)
+            or self.from_text
+        ):
+            self._extractor = self._extractor or FeatureExtractor(features)
+            doc = self._extractor.features(text() or "")
+        return doc
 
 
 def save_engine_state(store: ArticleStore, engine: DedupEngine) -> None:
@@ -99,4 +131,5 @@ def _restore_detector(store: ArticleStore, near: NearSettings) -> NearDetector:
     return make_detector(near)
 
 
-__all__ = ["StoredEngine", "engine_from_store", "save_engine_state", "stored_features"]
+__all__ = ["CentreFeatures", "StoredEngine", "clusterer_from_store", "engine_from_store", "save_engine_state",
+           "store_confirm", "stored_features"]

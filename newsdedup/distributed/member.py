@@ -197,7 +197,8 @@ class RunMember:
             return  # another process writes
         store.refresh()  # article ids continue after the last writer's
         self.state.indexes.rebuild(store, self.crawler.stats)
-        self.writer = StreamWriter(self.crawler, store, self.stream, self.urls, self.verdicts)
+        self.writer = StreamWriter(self.crawler, store, self.stream, self.urls, self.verdicts,
+                                   indexes=self.state.indexes)
         self._tasks.append(asyncio.ensure_future(self._write()))
         logger.info("distributed crawl: this process (%s) is the writer now", self.run.worker)
 

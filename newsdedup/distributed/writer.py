@@ -10,7 +10,8 @@ story, the page it repeats..., or why it was dropped) to the run's verdict board
 the page waits for it (its store stage hands the verdict on to its item pipelines and feed exports).
 
 A process becomes the writer when it takes the lock (the previous writer finished or died): it first catches
-up with the store (article ids, the exact filter and the near-duplicate index rebuilt from committed rows),
+up with the store (article ids; the exact filter and the near-duplicate index opened from the state folder and
+caught up with committed rows, or rebuilt from them: newsdedup.crawl.indexes),
 then reads the entries the previous writer left unacknowledged, then new ones.
 """
 
@@ -52,9 +53,10 @@ def stages_of(crawler) -> dict:
 
 
 class StreamWriter:
-    def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts) -> None:
+    def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts, indexes=None) -> None:
         self.stages = stages_of(crawler)
         self.store = store
+        self.indexes = indexes  # newsdedup.crawl.indexes.DedupIndexes: its persisted state follows the commits
         self.stream = stream
         self.urls = urls  # newsdedup.distributed.redis_run.UrlFilter
         self.verdicts = verdicts  # newsdedup.distributed.redis_run.VerdictBoard
@@ -123,6 +125,10 @@ class StreamWriter:
         self._unacknowledged.clear()
         self._handled.clear()
         self._verdicts.clear()
+        if self.indexes is not None:
+            # After the acknowledgement, off the path between a commit and its XDEL: the state takes in every
+            # committed row above its marks, those of commits within the batch too.
+            self.indexes.after_commit(self.store)
         return True
 
     async def run(self, still_writer) -> None:

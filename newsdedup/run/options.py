@@ -105,6 +105,20 @@ def get_optional_str(settings, name: str) -> str | None:
     return None if value is None or str(value).strip() == "" else str(value)
 
 
+def state_dir(settings, storage_uri: str):
+    """``NEWSDEDUP_STATE_DIR`` as a folder (a Path), None when off (``none``) or for an in-memory store."""
+    from pathlib import Path
+
+    from newsdedup.dedup.store_state import default_state_dir
+
+    value = get_str(settings, "NEWSDEDUP_STATE_DIR").strip()
+    if value.lower() in ("none", "off", ""):
+        return None
+    if value.lower() == "auto":
+        return default_state_dir(storage_uri)
+    return Path(value).expanduser()
+
+
 def _build(name: str, factory, **kwargs):
     """Run a dataclass constructor whose own checks raise ValueError, naming the setting group."""
     try:
@@ -202,5 +216,6 @@ def workers(settings) -> int | None:
 
 __all__ = [
     "SettingError", "default", "extract_options", "extract_timeout", "feature_config", "get_float", "get_int",
-    "get_optional", "get_optional_str", "get_str", "near_settings", "raw", "retry_policy", "share", "workers",
+    "get_optional", "get_optional_str", "get_str", "near_settings", "raw", "retry_policy", "share", "state_dir",
+    "workers",
 ]

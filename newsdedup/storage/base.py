@@ -1,16 +1,17 @@
 """What every storage backend stores, and the interface the pipelines and CLI use.
 
-The database is the source of truth: in-memory indexes (Bloom filters, Simhash and SpotSigs
-indexes, cluster centres) are caches rebuilt from it when a crawl starts.  A backend implements
+The database is the source of truth: the dedup indexes (Bloom filters, Simhash and SpotSigs
+indexes, cluster centres) are caches of it, persisted beside it or rebuilt from it when a crawl starts
+(newsdedup.dedup.store_state).  A backend implements
 :class:`ArticleStore`; :func:`newsdedup.storage.open_store` picks one by URI scheme.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from newsdedup.dedup.status import UNIQUE
 
@@ -192,6 +193,20 @@ class StoredRef:
     cluster_id: int | None
 
 
+class StoredRow(NamedTuple):
+    """An article or repeat row as a persisted dedup state catches up with it (row order, see
+    :meth:`ArticleStore.iter_articles_after`)."""
+
+    id: int
+    url: str
+    fetched_at: str
+    fingerprint: bytes
+    cluster_id: int | None  # the story (a repeat's: the story of the article it repeats)
+    active_at: str | None  # the story's last activity now (clusters.last_fetched_at)
+    centre: bool  # an article that heads its story (status unique)
+    spots: bytes | None = None  # its packed spot signatures, when asked for
+
+
 @dataclass(frozen=True)
 class ClusterRecord:
     """A story: its current origin (the member published first, see :mod:`newsdedup.storage.origin`) and activity.
@@ -265,6 +280,10 @@ class ArticleStore(Protocol):
     def flush(self) -> None:
         """Commit everything pending, retrying a busy database with backoff; raise StoreError when it
         cannot (the records stay pending, so a later flush may still save them)."""
+        ...
+
+    def on_commit(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every successful commit."""
         ...
 
     def pending_count(self) -> int:
@@ -351,6 +370,32 @@ class ArticleStore(Protocol):
     def last_article_id(self) -> int:
         """The highest committed article id (0 for an empty store): the mark a persisted index of the store is
         checked against when it opens (ahead of it: rolled back; behind: catches up)."""
+        ...
+
+    def last_repeat_id(self) -> int:
+        """The highest committed repeat id (0 for none): the second mark of a persisted dedup state."""
+        ...
+
+    def iter_articles_after(self, after: int, *, spots: bool = False) -> Iterator[StoredRow]:
+        """Committed articles with an id above ``after``, in id order, with their story's current activity (and
+        with ``spots`` their packed spots): what a persisted dedup state catches up from
+        (newsdedup.dedup.store_state)."""
+        ...
+
+    def iter_repeats_after(self, after: int) -> Iterator[StoredRow]:
+        """Committed repeats with an id above ``after``, in id order, with the story they joined."""
+        ...
+
+    def iter_cluster_fingerprints(self, cluster_ids: Iterable[int], *, up_to: int) -> Iterator[tuple[int, bytes]]:
+        """``(cluster id, fingerprint)`` of the articles of ``cluster_ids`` with an id up to ``up_to``."""
+        ...
+
+    def iter_cluster_activity(self, *, since: str | None = None) -> Iterator[tuple[int, str]]:
+        """``(cluster id, last activity)`` of every story (with ``since``: active since then), by cluster id."""
+        ...
+
+    def iter_retry_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
+        """The skipped and failed pages among :meth:`iter_fetched_urls`."""
         ...
 
     def cluster(self, cluster_id: int) -> ClusterRecord | None: ...

@@ -28,7 +28,7 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -49,6 +49,7 @@ from newsdedup.storage.base import (
     StoreCounts,
     StoredRef,
     StoredReuse,
+    StoredRow,
     StoreError,
 )
 from newsdedup.text.hashing import from_signed64, to_signed64
@@ -396,6 +397,7 @@ class SQLStore:
         self._flush_at = batch_size
         self._committed: Counter = Counter()
         self._next_id = 1
+        self._commit_listeners: list[Callable[[], None]] = []
 
     # -- what a backend supplies -------------------------------------------------------------
     name = "database"  # how messages name the database (a path, a URI without its password)
@@ -521,6 +523,12 @@ class SQLStore:
         self._pending_urls.clear()
         self._pending_origins.clear()
         self._flush_at = self.batch_size
+        for listener in self._commit_listeners:
+            listener()
+
+    def on_commit(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every successful commit (a persisted dedup state follows the store)."""
+        self._commit_listeners.append(listener)
 
     def _not_saved(self, exc: Exception) -> str:
         return (
@@ -662,22 +670,31 @@ class SQLStore:
         return bool(row[0])
 
     # Pages handled for good: stored, repeats, and skipped or failed pages not yet due for another try.
+    _RETRY_HANDLED = """
+        SELECT url FROM skipped WHERE (next_try_at IS NULL OR next_try_at > :now) AND {where}
+        UNION ALL SELECT url FROM failures WHERE (next_try_at IS NULL OR next_try_at > :now) AND {failed_where}
+    """
     _HANDLED = """
         SELECT url FROM articles WHERE {where}
         UNION ALL SELECT url FROM repeats WHERE {where}
-        UNION ALL SELECT url FROM skipped WHERE (next_try_at IS NULL OR next_try_at > :now) AND {where}
-        UNION ALL SELECT url FROM failures WHERE (next_try_at IS NULL OR next_try_at > :now) AND {failed_where}
-    """
+        UNION ALL""" + _RETRY_HANDLED
 
-    def iter_fetched_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
-        """URLs handled for good; with ``since``, only those fetched in the retention window."""
+    def _handled_urls(self, template: str, now: str | None, since: str | None) -> Iterator[str]:
         window = "TRUE" if since is None else "fetched_at >= :since"
-        query = self._HANDLED.format(where=window, failed_where=window.replace("fetched_at", "last_failed_at"))
+        query = template.format(where=window, failed_where=window.replace("fetched_at", "last_failed_at"))
         params = {"now": now or utc_iso(utc_now())}
         if since is not None:
             params["since"] = since
         for (url,) in self._stream(query, params):
             yield url
+
+    def iter_fetched_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
+        """URLs handled for good; with ``since``, only those fetched in the retention window."""
+        return self._handled_urls(self._HANDLED, now, since)
+
+    def iter_retry_urls(self, *, now: str | None = None, since: str | None = None) -> Iterator[str]:
+        """The skipped and failed URLs of :meth:`iter_fetched_urls` (no row order to catch up by: read whole)."""
+        return self._handled_urls(self._RETRY_HANDLED, now, since)
 
     def knows_url(self, url: str, *, now: str | None = None) -> bool:
         """Whether ``url`` was handled for good at any time (the lookup for URLs older than the window)."""
@@ -736,6 +753,50 @@ class SQLStore:
     def last_article_id(self) -> int:
         row = self._read("SELECT MAX(id) FROM articles").fetchone()
         return int(row[0] or 0)
+
+    def last_repeat_id(self) -> int:
+        row = self._read("SELECT MAX(id) FROM repeats").fetchone()
+        return int(row[0] or 0)
+
+    def iter_articles_after(self, after: int, *, spots: bool = False) -> Iterator[StoredRow]:
+        rows = self._stream(
+            f"""SELECT a.id, a.url, a.fetched_at, a.fingerprint, a.cluster_id, c.last_fetched_at, a.status,
+                       {'a.spots' if spots else 'NULL'}
+               FROM articles a LEFT JOIN clusters c ON c.cluster_id = a.cluster_id WHERE a.id > ? ORDER BY a.id""",
+            (after,),
+        )
+        for row_id, url, fetched_at, fingerprint, cluster_id, active_at, status, packed in rows:
+            yield StoredRow(row_id, url, fetched_at, bytes(fingerprint), cluster_id, active_at, status == UNIQUE,
+                            None if packed is None else bytes(packed))
+
+    def iter_repeats_after(self, after: int) -> Iterator[StoredRow]:
+        rows = self._stream(
+            """SELECT r.id, r.url, r.fetched_at, r.fingerprint, a.cluster_id, c.last_fetched_at
+               FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
+               LEFT JOIN clusters c ON c.cluster_id = a.cluster_id WHERE r.id > ? ORDER BY r.id""",
+            (after,),
+        )
+        for row_id, url, fetched_at, fingerprint, cluster_id, active_at in rows:
+            yield StoredRow(row_id, url, fetched_at, bytes(fingerprint), cluster_id, active_at, False)
+
+    def iter_cluster_fingerprints(self, cluster_ids: Iterable[int], *, up_to: int) -> Iterator[tuple[int, bytes]]:
+        ids = sorted(set(cluster_ids))
+        for start in range(0, len(ids), 500):  # bounded IN lists
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for cluster_id, fingerprint in self._read(
+                f"SELECT cluster_id, fingerprint FROM articles WHERE cluster_id IN ({marks}) AND id <= ? ORDER BY id",
+                (*chunk, up_to),
+            ).fetchall():
+                yield cluster_id, bytes(fingerprint)
+
+    def iter_cluster_activity(self, *, since: str | None = None) -> Iterator[tuple[int, str]]:
+        if since is None:
+            rows = self._stream("SELECT cluster_id, last_fetched_at FROM clusters ORDER BY cluster_id")
+        else:
+            rows = self._stream("SELECT cluster_id, last_fetched_at FROM clusters WHERE last_fetched_at >= ? "
+                                "ORDER BY cluster_id", (since,))
+        yield from rows
 
     def cluster(self, cluster_id: int) -> ClusterRecord | None:
         self.flush()

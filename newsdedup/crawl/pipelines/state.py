@@ -6,8 +6,9 @@ Each pipeline is a thin Scrapy component that reaches the crawl's one :class:`Cr
 - :class:`CrawlState` (here): the store (opened with the first pipeline, taking the database's run lock, committed
   when the last pipeline closes, closed after the run's record), the order pages take through the dedup stages
   (:class:`~newsdedup.crawl.ordering.InOrder`), pages lost, and a request to stop the crawl;
-- :class:`~newsdedup.crawl.indexes.DedupIndexes`: the exact and near-duplicate indexes, rebuilt from the store
-  when the crawl opens (the database is the truth, the indexes are caches);
+- :class:`~newsdedup.crawl.indexes.DedupIndexes`: the exact and near-duplicate indexes, opened from the state folder
+  (or rebuilt from the store) when the crawl opens and kept in step with each commit (the database is the truth,
+  the indexes are caches);
 - :class:`~newsdedup.crawl.templates.SiteTemplates`: the sites' learned templates, kept in the store;
 - the analyse pipeline (:mod:`newsdedup.crawl.pipelines.analyse`): the worker pool and the pages held for a new
   site's template;
@@ -41,7 +42,7 @@ from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run import options, retention, runstats
 from newsdedup.run.retry import RetryPolicy
-from newsdedup.storage import open_store, sqlite_file
+from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleStore, StoreError
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class CrawlSettings:
     retention_days: float | None = None
     reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
-    state_dir: Path | None = None  # where the dedup indexes are saved between runs (NEWSDEDUP_STATE_DIR); None: off
+    state_dir: Path | None = None  # where the dedup state persists (NEWSDEDUP_STATE_DIR); None: rebuilt each start
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -89,22 +90,13 @@ class CrawlSettings:
             retention_days=retention.retention_days(settings),
             reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
-            state_dir=state_dir(settings),
+            state_dir=options.state_dir(settings, options.get_str(settings, "NEWSDEDUP_STORAGE_URI")),
         )
 
     def open_store(self) -> ArticleStore:
         """The crawl's store, not yet open."""
         return open_store(self.storage_uri, batch_size=self.batch_size, busy_timeout=self.busy_timeout,
                           retries=self.store_retries)
-
-
-def state_dir(settings: BaseSettings) -> Path | None:
-    """NEWSDEDUP_STATE_DIR: a folder; empty: ``<database file>.state`` beside a SQLite store, else none; ``none``."""
-    value = options.get_optional_str(settings, "NEWSDEDUP_STATE_DIR")
-    if value is None:
-        database = sqlite_file(options.get_str(settings, "NEWSDEDUP_STORAGE_URI"))
-        return None if database is None or database == ":memory:" else Path(database + ".state")
-    return None if value.strip().lower() == "none" else Path(value)
 
 
 class CrawlState:
@@ -195,6 +187,9 @@ class CrawlState:
         self.store = self.settings.open_store()
         self.store.open()
         if not self.settings.redis_url:
+            # The persisted state follows the store's commits (a distributed crawl's writer calls it after each
+            # batch's acknowledgement instead: newsdedup.distributed.writer).
+            self.store.on_commit(lambda: self.indexes.after_commit(self.store))
             self.store.lock_for_run()
             self.indexes.rebuild(self.store, self.crawler.stats)
 
@@ -218,6 +213,8 @@ class CrawlState:
         except StoreError as exc:
             self.store_error = str(exc)
             logger.error("%s", exc)
+        finally:
+            self.indexes.close()  # the persisted state saved whole (what the store did not commit is not in it)
         self._publish_stats()
 
     def report_committed(self) -> None:

@@ -1,0 +1,47 @@
+"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedup.store_state) with.
+
+Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from newsdedup.dedup.bloom_disk import PersistedBloomFilter
+from newsdedup.dedup.features import unpack_spots
+from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
+from newsdedup.dedup.store_state import seconds
+
+
+def rebuilt_centres(store, *, since: str | None = None, near: NearSettings = NearSettings()) -> dict[int, int]:
+    """The near index a rebuild makes: centre id -> its story's last activity (seconds), junk left out."""
+    activity = dict(store.iter_cluster_activity(since=since))
+    found = {}
+    for record in store.iter_cluster_centres(since=since):
+        spots = unpack_spots(record.spots)
+        if spots and sum(spots.values()) >= near.spotsigs_min_signatures:
+            found[record.id] = seconds(activity[record.id])
+    return found
+
+
+def rebuilt_fingerprints(store, *, since: str | None = None) -> set[bytes]:
+    return set(store.iter_fingerprints(since=since))
+
+
+def stored_urls(store) -> set[str]:
+    """Article and repeat URLs of the store (every one is handled for good)."""
+    return {row.url for row in store.iter_articles_after(0)} | {row.url for row in store.iter_repeats_after(0)}
+
+
+def saved_state(folder: Path, near: NearSettings = NearSettings()):
+    """The state as saved in ``folder``, read as is (no catch-up): (marks, near index, exact filter, URL filter)."""
+    window = json.loads((folder / "window.json").read_text())
+    index = PersistentSpotSigsIndex(folder / "near", tau=near.spotsigs_tau,
+                                    min_signatures=near.spotsigs_min_signatures,
+                                    min_containment=near.spotsigs_min_containment)
+    index.expire(window["window_start"])
+    exact = PersistedBloomFilter.open(folder / "exact")
+    urls = PersistedBloomFilter.open(folder / "urls") if (folder / "urls.json").exists() else None
+    return window["marks"], index, exact, urls

@@ -1,0 +1,108 @@
+"""The persisted dedup state in real crawls (``scrapy crawl portal`` subprocesses against local sites): killed with
+``kill -9`` while it writes and restarted, the state the crawl leaves equals a rebuild from the store; and a crawl
+with the state decides every page as one that rebuilds its indexes at each start."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+from conftest import REPO_ROOT
+from faultsite import FaultSite, count, kill, run_crawl, start_crawl
+from newsdedup.crawl.dupefilter import url_key
+from newsdedup.dedup.features import FeatureConfig
+from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.dedup.store_state import WindowState
+from newsdedup.demo.server import DemoPortalServer
+from newsdedup.run import retention
+from newsdedup.storage import open_store
+from state_helpers import rebuilt_centres, rebuilt_fingerprints, saved_state, stored_urls
+
+# 90 articles: 1-70 distinct stories, 71-90 reprints of 1-20 (even: exact, odd: near), fetched last.
+REPRINTS = {n: (n - 70, "exact" if n % 2 == 0 else "near") for n in range(71, 91)}
+
+
+def recorded(db) -> int:
+    return count(db, "articles") + count(db, "repeats")
+
+
+def test_kill_9_while_writing_then_a_restart_leaves_the_state_equal_to_a_rebuild(tmp_path):
+    with FaultSite(90, per_list=30, reprints=REPRINTS, article_delay=0.2) as site:
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        state = tmp_path / "news.sqlite.state"
+        crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=5", log=tmp_path / "killed.log")
+        # Killed at a moment of progress, not of the clock: once 20 pages are committed, whatever the machine's speed.
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and crawl.poll() is None and recorded(db) < 20:
+            time.sleep(0.05)
+        kill(crawl.pid)
+        crawl.wait(timeout=30)
+        assert 20 <= recorded(db) < 90, "the crawl was not killed while it wrote"
+
+        # The state the killed crawl left, opened as the next crawl opens it (a copy: the restart opens the original).
+        since = retention.window_start(30)
+        shutil.copytree(state, tmp_path / "copy")
+        with open_store(f"sqlite:///{db}") as store:
+            window, report = WindowState.open(tmp_path / "copy", store, FeatureConfig(), NearSettings(),
+                                              exact_error_rate=1e-3, retention_days=30, since=since)
+            assert not report.rebuilt
+            assert window.near.documents() == rebuilt_centres(store, since=since)
+            assert all(fingerprint in window.exact for fingerprint in rebuilt_fingerprints(store, since=since))
+            window.close()
+
+        result = run_crawl(sites, db)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "'newsdedup/state/rebuilt': 0" in result.stderr  # opened, not rebuilt
+        assert recorded(db) == 90
+
+        # What the finished crawl saved, read as is: everything the store holds, nothing else.
+        marks, index, exact, urls = saved_state(state)
+        with open_store(f"sqlite:///{db}") as store:
+            assert marks == {"articles": store.last_article_id(), "repeats": store.last_repeat_id()}
+            centres = rebuilt_centres(store, since=since)
+            assert index.documents() == centres and len(centres) == 70
+            assert all(fingerprint in exact for fingerprint in rebuilt_fingerprints(store, since=since))
+            assert all(url_key(url) in urls for url in stored_urls(store))
+        index.close()
+
+
+def export(db) -> dict[str, tuple]:
+    """Each page's (status, similarity, story), its story as the set of its pages (a story's first page depends on
+    the order concurrent fetches arrive in; which pages make a story does not)."""
+    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    stories: dict[int, set[str]] = {}
+    for row in rows:
+        stories.setdefault(row["cluster_id"], set()).add(row["url"].split("/", 3)[3])
+    return {row["url"].split("/", 3)[3]: (row["status"], row["similarity"], frozenset(stories[row["cluster_id"]]))
+            for row in rows}
+
+
+def test_a_crawl_with_the_persisted_state_decides_as_one_that_rebuilds_it(tmp_path):
+    decided = {}
+    for state in ("auto", "none"):
+        db = tmp_path / f"{state}.sqlite"
+        with DemoPortalServer(day=1) as server:
+            sites_file = tmp_path / "sites.toml"
+            sites_file.write_text(server.sites_toml(), encoding="utf-8")
+            for day in (1, 2):  # the second day's crawl opens the state the first left
+                server.set_day(day)
+                result = run_crawl(sites_file, db, "-s", f"NEWSDEDUP_STATE_DIR={state}")
+                assert result.returncode == 0, result.stderr[-3000:]
+                decided[state, day] = export(db)
+                if state == "auto" and day == 2:
+                    assert "'newsdedup/state/rebuilt': 0" in result.stderr
+    assert (tmp_path / "auto.sqlite.state" / "window.json").exists()
+    assert not (tmp_path / "none.sqlite.state").exists()
+    # The same stories; the second day's pages, decided against the first day's stories, decided alike.
+    assert {story for *_, story in decided["auto", 2].values()} == {story for *_, story in decided["none", 2].values()}
+    second_day = set(decided["none", 2]) - set(decided["none", 1])
+    assert second_day and second_day == set(decided["auto", 2]) - set(decided["auto", 1])
+    assert {url: decided["auto", 2][url] for url in second_day} == {url: decided["none", 2][url] for url in second_day}
+    statuses = {decided["auto", 2][url][0] for url in second_day}
+    assert {"unique", "near_duplicate", "exact_duplicate"} <= statuses
