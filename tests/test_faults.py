@@ -443,13 +443,24 @@ def test_a_bad_setting_is_one_line_before_scrapy_starts(tmp_path, setting, says)
 
 # -- 10. two crawls on one database ----------------------------------------------------------------------
 def test_a_second_crawl_on_the_same_database_says_so_and_exits(tmp_path):
+    second_done = threading.Event()
     with FaultSite(20, article_delay=0.2) as site:
+        # The first crawl's first article waits for the second crawl's answer, so the first is still running (and
+        # holding the database) however long the second takes to start on a loaded machine.
+        def held_until_the_second_answered(count, path, site):
+            second_done.wait(120)
+            return None  # then the page as usual
+
+        site.faults["/a/1.html"] = held_until_the_second_answered
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         first = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", log=tmp_path / "first.log")
         try:
             wait_for(lambda: site.served["/list/1.html"], 60)
-            second = run_crawl(sites, db)
+            try:
+                second = run_crawl(sites, db)
+            finally:
+                second_done.set()
             assert second.returncode == ExitCode.DATABASE_IN_USE
             line = one_line_error(second)
             assert "in use by another crawl" in line and f"pid {first.pid}" in line
