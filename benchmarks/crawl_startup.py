@@ -240,12 +240,12 @@ def child(kind: str, db: str, state: str) -> dict:
 
 
 def measure(root: Path, size: int, texts: tuple[str, list[str]], *, behind: int, today: bool, site_url: str,
-            rounds: int, reuse_real_limit: int, postings: int) -> dict:
+            rounds: int, reuse_real_limit: int, postings: int, move_store: bool) -> dict:
     source = store_of(root, size, texts)
     db = root / f"run-{size}.sqlite"
     state = Path(str(db) + ".state")
     os.system(f"rm -rf '{db}' '{state}'")
-    os.system(f"cp '{source}' '{db}'")
+    os.system(f"{'mv' if move_store else 'cp'} '{source}' '{db}'")
     result = {"stories": size, "texts": texts[0]}
     result["build"] = in_child("--child", "build", str(db), str(state), script=__file__)
     result["reuse_build"] = reuse_snapshot(db, state / "reuse", real_limit=reuse_real_limit, postings=postings)
@@ -276,6 +276,8 @@ def main() -> None:
     parser.add_argument("--reuse-real-limit", type=int, default=100_000,
                         help="most stories the reuse snapshot is built for real at (above: drawn at random)")
     parser.add_argument("--postings", type=int, default=160, help="fingerprints a drawn reuse snapshot's story")
+    parser.add_argument("--move-stores", action="store_true",
+                        help="measure the kept stores themselves, deleted after (disk: a 1,000,000 store is 6 GB)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data (the Sina texts)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -286,7 +288,7 @@ def main() -> None:
     texts = story_texts(args.data)
     print(f"load average before: {os.getloadavg()}", flush=True)
     options = {"behind": args.behind, "rounds": args.rounds, "reuse_real_limit": args.reuse_real_limit,
-               "postings": args.postings}
+               "postings": args.postings, "move_store": False}
     with nothing_to_fetch() as site_url:
         empty = measure(args.root, 0, texts, today=True, site_url=site_url, **options)
         print(json.dumps(empty), flush=True)
@@ -295,7 +297,7 @@ def main() -> None:
             store_of(args.root, size, texts)
             print(f"store of {size:,}: {time.perf_counter() - started:.0f} s (0 when reused)", flush=True)
             result = measure(args.root, size, texts, today=size <= args.today_limit, site_url=site_url,
-                             **options)
+                             **{**options, "move_store": args.move_stores})
             for step in ("startup", "crawl", "takeover", "today"):
                 if step in result:
                     result[step]["ratio"] = round(result[step]["s"] / max(empty[step]["s"], 1e-3), 1)
