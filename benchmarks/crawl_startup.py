@@ -56,7 +56,7 @@ from retention_startup import crawl, nothing_to_fetch  # noqa: E402
 from spot_arrays import SpotArrays  # noqa: E402
 
 from index_scaling import DEFAULT_DATA  # noqa: E402
-from reuse_state import build_synthetic_snapshot, sina_texts  # noqa: E402
+from reuse_state import build_synthetic_snapshot, peak_rss, sina_texts  # noqa: E402
 
 from newsdedup.clock import utc_iso  # noqa: E402
 from newsdedup.crawl.dupefilter import url_key  # noqa: E402
@@ -189,7 +189,7 @@ def timed(step) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     figures = step() or {}
     return {"s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3), **figures,
-            "rss_mb": round(memory()["rss"] / 2**20, 1)}
+            "rss_mb": round(memory()["rss"] / 2**20, 1), "peak_mb": round(peak_rss() / 2**20)}
 
 
 def child(kind: str, db: str, state: str) -> dict:
@@ -248,7 +248,9 @@ def measure(root: Path, size: int, texts: tuple[str, list[str]], *, behind: int,
     os.system(f"{'mv' if move_store else 'cp'} '{source}' '{db}'")
     result = {"stories": size, "texts": texts[0]}
     result["build"] = in_child("--child", "build", str(db), str(state), script=__file__)
-    result["reuse_build"] = reuse_snapshot(db, state / "reuse", real_limit=reuse_real_limit, postings=postings)
+    # In a child too, so that this process stays small (a child's ru_maxrss can start from its parent's).
+    result["reuse_build"] = in_child("--child", "reuse", str(db), str(state), "--reuse-real-limit",
+                                     str(reuse_real_limit), "--postings", str(postings), script=__file__)
     # The dead crawl's last batches: every part of the state (reuse snapshot included) catches them up at the start.
     write_rows(db, size + 1, behind, texts[1], now=datetime.now(timezone.utc), days=0.01)
     result["startup"] = in_child("--child", "startup", str(db), str(state), script=__file__)
@@ -282,7 +284,13 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(*args.child)))
+        kind, db, state = args.child
+        if kind == "reuse":
+            figures = reuse_snapshot(Path(db), Path(state) / "reuse", real_limit=args.reuse_real_limit,
+                                     postings=args.postings)
+        else:
+            figures = child(kind, db, state)
+        print(json.dumps(figures))
         return
     args.root.mkdir(parents=True, exist_ok=True)
     texts = story_texts(args.data)
