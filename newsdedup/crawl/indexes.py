@@ -117,7 +117,13 @@ class DedupIndexes:
             index.settle()
 
     def close(self) -> None:
-        """Save the persisted state whole (the crawl's end) and close its files."""
+        """Save the persisted state whole (the crawl's end, after the store's last commit, so the saved state holds
+        every committed story) and close its files."""
+        if self.reuse is not None:
+            try:
+                self.reuse.checkpoint()
+            except OSError as error:  # the next start rebuilds it, or catches up from the previous snapshot
+                logger.error("passage-reuse index not saved: %s", error)
         if self.window is not None:
             try:
                 if self.following:
@@ -130,16 +136,9 @@ class DedupIndexes:
                 self.window = None
 
     def save(self, store: ArticleStore) -> None:
-        """Keep what a rebuild cannot recover (E-Simhash's detector; committed with the store's next flush) and save
-        the passage-reuse index to the state folder (its stories above the store's last commit are read again
-        at the next open)."""
+        """Keep what a rebuild cannot recover (E-Simhash's detector); committed with the store's next flush."""
         if self.engine is not None:
             save_engine_state(store, self.engine)
-        if self.reuse is not None:
-            try:
-                self.reuse.checkpoint()
-            except OSError as error:  # the next start rebuilds it, or catches up from the previous snapshot
-                logger.error("passage-reuse index not saved: %s", error)
 
     def publish_stats(self, stats) -> None:
         if self.exact is not None:

@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from newsdedup.dedup.durable import fsync_folder, write_durably
+
 __all__ = ["PersistedBloomFilter"]
 
 _FORMAT = 1
@@ -319,17 +321,8 @@ class PersistedBloomFilter:
                               "hashes": b.hashes, "size": b.size, "count": b.count} for b in g.filters]}
                 for g in sorted(self._generations.values(), key=lambda g: g.start)],
         }
-        temporary = self.path / (_MANIFEST + ".tmp")
-        with open(temporary, "w") as handle:
-            handle.write(json.dumps(manifest))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path / _MANIFEST)
-        descriptor = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        write_durably(self.path / _MANIFEST, lambda handle: handle.write(json.dumps(manifest).encode()))
+        fsync_folder(self.path)
         referenced = {b.file for g in self._generations.values() for b in g.filters} | {_MANIFEST}
         for child in self.path.iterdir():  # older versions and files of an interrupted save
             if child.name not in referenced:

@@ -41,7 +41,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +49,7 @@ import numpy as np
 from newsdedup.clock import parse_instant
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.dedup.bloom_disk import PersistedBloomFilter
+from newsdedup.dedup.durable import write_durably
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
@@ -100,13 +101,8 @@ def _read_json(path: Path) -> dict:
 
 
 def _write_json(path: Path, value: dict) -> None:
-    """Replace ``path`` atomically (write, fsync, rename): a crash leaves the old or the new file."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w") as handle:
-        handle.write(json.dumps(value, sort_keys=True))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    """Replace ``path`` atomically: a crash leaves the old or the new file."""
+    write_durably(path, lambda handle: handle.write(json.dumps(value, sort_keys=True).encode()))
 
 
 @dataclass
