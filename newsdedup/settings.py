@@ -56,6 +56,9 @@ ADDONS = {"newsdedup.distributed.addon.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "newsdedup.crawl.middlewares.HeadMetaRefreshMiddleware": 580,
+    # Scrapy's own, but every request that waits for a host's robots.txt obeys it (newsdedup/crawl/robots.py).
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "newsdedup.crawl.robots.RobotsTxtEveryWaiterMiddleware": 100,
 }
 
 # newsdedup's shared parts of a crawl (newsdedup.crawl.pipelines.state): the state its pipelines share, a distributed
