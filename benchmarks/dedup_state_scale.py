@@ -51,11 +51,12 @@ QUARTER = CHUNK // 4
 
 
 PROBE_BUDGET = None  # --probe-budget: PersistentSpotSigsIndex's probe_budget in the measurements
+SEGMENT_DOCS = CHUNK  # --segment-docs: the largest segment a build writes (the crawl's: NEAR_SEGMENT_DOCS)
 
 
 def open_near(folder: Path, store_mark: int | None = None) -> PersistentSpotSigsIndex:
     return PersistentSpotSigsIndex(folder, tau=DEFAULTS.spotsigs_tau, min_signatures=DEFAULTS.spotsigs_min_signatures,
-                                   min_containment=DEFAULTS.spotsigs_min_containment, max_segment_docs=CHUNK,
+                                   min_containment=DEFAULTS.spotsigs_min_containment, max_segment_docs=SEGMENT_DOCS,
                                    flush_docs=10_000, store_mark=store_mark, probe_budget=PROBE_BUDGET)
 
 
@@ -348,12 +349,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--recall-sample", type=int, default=20, help="probes checked against a brute-force scan")
     parser.add_argument("--today-limit", type=int, default=100_000, help="largest size today's rebuild is run at")
-    parser.add_argument("--probe-budget", type=int, default=None, help="postings a segment a search path reads "
-                        "(default: none, the lossless bound)")
+    parser.add_argument("--probe-budget", type=int, default=None, help="postings a search path reads across "
+                        "the index, each segment its share (default: none, the lossless bound)")
+    parser.add_argument("--segment-docs", type=int, default=CHUNK, help="build: the largest segment, in stories "
+                        "(the crawl's state uses newsdedup.dedup.store_state.NEAR_SEGMENT_DOCS, 250,000)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global PROBE_BUDGET
-    PROBE_BUDGET = args.probe_budget
+    global PROBE_BUDGET, SEGMENT_DOCS
+    PROBE_BUDGET, SEGMENT_DOCS = args.probe_budget, args.segment_docs
     if args.child:
         kind, size = args.child[0], int(args.child[1])
         result = measure(args.root / f"stories-{size}", size, args.queries, args.recall_sample) if kind == "persisted" else \

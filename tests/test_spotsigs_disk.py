@@ -358,7 +358,7 @@ def test_a_probe_budget_reads_fewer_lists_and_reports_only_exact_pairs(tmp_path)
     corpus = Corpus(seed=31)
     docs = [corpus.next() for _ in range(600)]
     indexes = []
-    for name, budget in (("lossless", None), ("budget", 800)):
+    for name, budget in (("lossless", None), ("budget", 1600)):  # 800 postings a path in each of the two segments
         index = open_index(tmp_path / name, max_segment_docs=300, probe_budget=budget)
         index.bulk_add_arrays(np.arange(600, dtype=np.int64), np.full(600, 9000), *as_arrays(docs))
         indexes.append(index)
@@ -376,3 +376,39 @@ def test_a_probe_budget_reads_fewer_lists_and_reports_only_exact_pairs(tmp_path)
     assert 0.5 * expected < found < expected  # the budget drops pairs met only through frequent spots
     with pytest.raises(ValueError, match="probe_budget"):
         open_index(tmp_path / "bad", probe_budget=0)
+
+
+@pytest.mark.parametrize("shape", ["uniform", "clustered", "few"])
+def test_the_token_directory_finds_what_a_binary_search_finds(shape):
+    from newsdedup.dedup.spotsigs_disk import _directory_steps, _locate, _token_directory
+
+    rng = np.random.default_rng(5)
+    if shape == "uniform":  # 64-bit hashes: about 16 a bucket
+        tokens = np.unique(rng.integers(0, 2**64 - 1, 50_000, dtype=np.uint64, endpoint=True))
+    elif shape == "clustered":  # every token in the first bucket: the search is a whole binary search
+        tokens = np.unique(rng.integers(0, 5_000_000, 20_000, dtype=np.uint64))
+    else:
+        tokens = np.array([7, 2**63, 2**64 - 1], dtype=np.uint64)
+    needles = np.concatenate([tokens[rng.integers(0, len(tokens), 500)], tokens[:1], tokens[-1:],
+                              rng.integers(0, 2**64 - 1, 500, dtype=np.uint64, endpoint=True),
+                              np.array([0, 1, 2**64 - 1], dtype=np.uint64), tokens[:50] + np.uint64(1)])
+    directory = _token_directory(tokens)
+    assert _locate(tokens, directory, _directory_steps(directory), needles).tolist() == \
+        np.searchsorted(tokens, needles).tolist()
+
+
+def test_a_segment_written_without_a_token_directory_gets_one_and_answers_the_same(tmp_path):
+    corpus = Corpus(seed=41)
+    docs = [corpus.next() for _ in range(300)]
+    index = open_index(tmp_path / "near", max_segment_docs=300)
+    index.bulk_add_arrays(np.arange(300, dtype=np.int64), np.full(300, 9000), *as_arrays(docs))
+    queries = [corpus.next() for _ in range(60)]
+    before = [searched(index, query) for query in queries]
+    index.close()
+    written = sorted((tmp_path / "near").glob("seg-*/token_directory.npy"))
+    assert written
+    for path in written:  # as a segment of the previous release
+        path.unlink()
+    reopened = open_index(tmp_path / "near", max_segment_docs=300, store_mark=299)
+    assert [searched(reopened, query) for query in queries] == before
+    assert sorted((tmp_path / "near").glob("seg-*/token_directory.npy")) == written

@@ -36,7 +36,9 @@ Layout (a directory, e.g. ``articles.sqlite.near/``)
     * ``seg-N/``: an immutable segment, numpy ``.npy`` files opened memory-mapped: ``keys`` (int64, the
       store's row ids, ascending), ``spot_offsets`` + ``spots`` (uint64, sorted per document) + ``counts``
       (the exact multisets), ``tokens`` (sorted distinct tokens) with ``full_offsets``/``full_docs`` and
-      ``prefix_offsets``/``prefix_docs``/``prefix_pos``. Within a segment the global order is
+      ``prefix_offsets``/``prefix_docs``/``prefix_pos``; ``token_directory`` (where each bucket of tokens by
+      their top bits starts: a lookup reads one bucket, not a binary search of the whole table; added on open
+      to a segment written without it). Within a segment the global order is
       (document frequency in the segment, token), so each segment is self-contained and a query orders its
       own tokens by the segment's frequencies. Beside them, small mutable arrays kept in RAM:
       ``lengths`` (uint32), ``times`` (uint32 seconds: the story's last activity, for the retention window)
@@ -174,6 +176,47 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + shift
 
 
+#: A segment's token directory: the tokens (uniform 64-bit hashes) fall into ``2**bits`` buckets by their top bits,
+#: about this many a bucket, so finding a query token reads the directory and one or two cache lines of ``tokens``
+#: instead of a binary search's ~25 random places in a table of 20 million (docs/performance.md).
+_DIRECTORY_TOKENS_A_BUCKET = 16
+_DIRECTORY = "token_directory.npy"
+
+
+def _token_directory(tokens: np.ndarray) -> np.ndarray:
+    """Where each bucket of ``tokens`` (sorted) starts, plus their length: ``2**bits + 1`` int64 offsets."""
+    bits = max(1, int(np.ceil(np.log2(max(2.0, len(tokens) / _DIRECTORY_TOKENS_A_BUCKET)))))
+    starts = np.arange(1 << bits, dtype=np.uint64) << _U64(64 - bits)
+    return np.append(np.searchsorted(tokens, starts), len(tokens)).astype(np.int64)
+
+
+def _locate(tokens: np.ndarray, directory: np.ndarray, steps: int, needles: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(tokens, needles)``: a binary search inside each needle's directory bucket, all needles at
+    once (``steps`` halvings cover the largest bucket).
+
+    >>> tokens = np.array([3, 9, 1 << 62, 1 << 63, (1 << 63) + 5], dtype=np.uint64)
+    >>> needles = np.array([0, 9, 10, 1 << 63, (1 << 64) - 1], dtype=np.uint64)
+    >>> directory = _token_directory(tokens)
+    >>> _locate(tokens, directory, _directory_steps(directory), needles).tolist() == np.searchsorted(tokens, needles).tolist()
+    True
+    """
+    bits = int(len(directory) - 1).bit_length() - 1
+    bucket = (needles >> _U64(64 - bits)).astype(np.int64)
+    low, high = directory[bucket], directory[bucket + 1]
+    last = len(tokens) - 1
+    for _ in range(steps):
+        middle = (low + high) >> 1
+        below = (low < high) & (tokens[np.minimum(middle, last)] < needles)
+        high = np.where((low < high) & ~below, middle, high)
+        low = np.where(below, middle + 1, low)
+    return low
+
+
+def _directory_steps(directory: np.ndarray) -> int:
+    """Halvings that narrow the largest bucket to one place."""
+    return int(np.diff(directory).max(initial=0)).bit_length()
+
+
 @dataclass
 class _Docs:
     """Documents as flat arrays: what a segment is built from."""
@@ -242,12 +285,101 @@ def _build_segment(folder: Path, docs: _Docs, *, tau: float, min_containment: fl
     }
     for name, values in arrays.items():
         np.save(folder / f"{name}.npy", values)
+    np.save(folder / _DIRECTORY, _token_directory(distinct))
     fsync_folder(folder, files=True)
 
 
 def _prefix_overlap(lengths, tau: float, min_containment: float):
     """The overlap bound that sets how much of each document the prefix lists hold (the smaller bound wins)."""
     return np.minimum(_overlap_bound(tau, lengths), _overlap_bound(min_containment, lengths))
+
+
+@dataclass
+class _Postings:
+    """What one segment's lists give a query: prefix postings (document, its length, query and document
+    positions) and full-list postings of longer documents; document numbers are the segment's own until
+    :func:`_candidates` numbers them across segments."""
+
+    prefix_docs: np.ndarray
+    prefix_lengths: np.ndarray
+    prefix_query_position: np.ndarray
+    prefix_doc_position: np.ndarray
+    full_docs: np.ndarray
+    full_lengths: np.ndarray
+    full_query_position: np.ndarray
+    jaccard_probe: int = 0  # query positions under these were probed for each search (the budget may cut them)
+    shorter_probe: int = 0
+
+    @staticmethod
+    def empty() -> _Postings:
+        nothing = np.zeros(0, dtype=np.int64)
+        return _Postings(nothing, nothing, nothing, nothing, nothing, nothing, nothing)
+
+
+def _candidates(parts: list[tuple[int, _Postings]], query: _Query) -> np.ndarray:
+    """The documents, numbered across segments (a segment's first number plus its own), whose probed postings
+    can still reach a hit of ``query``: one pass of the positional filters over every segment's postings (a
+    query costs a few array operations in all, not a few per segment)."""
+    def joined(name: str, numbered: bool = False) -> np.ndarray:
+        return np.concatenate([getattr(p, name) + (first if numbered else 0) for first, p in parts])
+
+    length, found = query.length, []
+    docs, lengths = joined("prefix_docs", True), joined("prefix_lengths")
+    query_position, doc_position = joined("prefix_query_position"), joined("prefix_doc_position")
+    if len(docs) and query.tau is not None:
+        probed = np.concatenate([np.full(len(p.prefix_docs), p.jaccard_probe) for _, p in parts])
+        keep = (query_position < probed) & (lengths >= query.jaccard_low) & (lengths <= query.jaccard_high)
+        found.append(_positional(
+            docs[keep], lengths[keep], query_position[keep], doc_position[keep], query,
+            needed=lambda lengths: _pair_overlap_bound(query.tau, length, lengths),
+            shared=lambda lengths: np.maximum(_overlap_bound(query.tau, lengths), query.jaccard_side)))
+    if len(docs) and query.containment is not None:
+        probed = np.concatenate([np.full(len(p.prefix_docs), p.shorter_probe) for _, p in parts])
+        cut = lengths - _overlap_bound(query.containment, lengths) + PREFIX_EXTENSION
+        keep = (query_position < probed) & (doc_position < cut) & (lengths <= length) & (lengths >= query.shorter_low)
+        bound = lambda lengths: _overlap_bound(query.containment, lengths)  # noqa: E731
+        found.append(_positional(docs[keep], lengths[keep], query_position[keep], doc_position[keep], query,
+                                 needed=bound, shared=bound))
+    docs = joined("full_docs", True)
+    if len(docs):
+        need = int(_overlap_bound(query.containment, length))
+        found.append(_positional(docs, joined("full_lengths"), joined("full_query_position"), None, query,
+                                 needed=lambda lengths: need, shared=lambda lengths: need))
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _positional(docs: np.ndarray, lengths: np.ndarray, query_position: np.ndarray, doc_position: np.ndarray | None,
+                query: _Query, *, needed, shared) -> np.ndarray:
+    """The documents whose matches in the probed prefixes can still reach the overlap ``needed(lengths)``.
+
+    Two exact filters. The l-prefix bound: prefixes ``PREFIX_EXTENSION`` tokens longer than the overlap
+    bound ``a = shared(lengths)`` of the prefix lengths share ``min(PREFIX_EXTENSION, a)`` tokens or
+    more in any qualifying pair. PPJoin's positional filter (Xiao et al. WWW 2008): query and document
+    order tokens alike (the segment's order), so every common token before a document's last match was
+    matched too; after ``m`` matches, the last at query position ``i`` and document position ``j``, the
+    overlap is at most ``m + min(|q| - i - 1, |d| - j - 1)`` (``j`` unknown for the full lists: unused).
+    """
+    if not len(docs):
+        return docs
+    # One sort of a packed key (document, query position, document position) when it fits 64 bits.
+    query_bits = max(1, query.length.bit_length())
+    if int(docs.max()) < 1 << (64 - query_bits - 16):
+        key = (docs.astype(np.uint64) << _U64(query_bits + 16)) | (query_position.astype(np.uint64) << _U64(16))
+        if doc_position is not None:
+            key |= doc_position.astype(np.uint64)
+        order = np.argsort(key)
+    else:
+        order = np.lexsort((doc_position if doc_position is not None else query_position, query_position, docs))
+    docs, lengths, query_position = docs[order], lengths[order], query_position[order]
+    first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+    matches = np.diff(np.append(first, len(docs)))
+    last = np.append(first[1:], len(docs)) - 1
+    unique, lengths = docs[first], lengths[first]
+    room = query.length - query_position[last] - 1
+    if doc_position is not None:
+        room = np.minimum(room, lengths - doc_position[order][last] - 1)
+    keep = (matches >= np.minimum(PREFIX_EXTENSION, shared(lengths))) & (matches + room >= needed(lengths))
+    return unique[keep]
 
 
 class _Segment:
@@ -261,6 +393,10 @@ class _Segment:
             setattr(self, name, np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray))
         for name in _MUTABLE_ARRAYS:
             setattr(self, name, np.load(folder / f"{name}.npy"))  # in RAM: read on every query, changed in place
+        if not (folder / _DIRECTORY).exists():  # a segment written before the directory: added once (derived data)
+            write_durably(folder / _DIRECTORY, lambda handle: np.save(handle, _token_directory(self.tokens)))
+        self.token_directory = np.load(folder / _DIRECTORY, mmap_mode="r").view(np.ndarray)
+        self.directory_steps = _directory_steps(self.token_directory)
         self.dirty = False
         self.size = len(self.keys)
 
@@ -294,112 +430,64 @@ class _Segment:
     def close(self) -> None:
         for name in _SEGMENT_ARRAYS:
             setattr(self, name, None)
+        self.token_directory = None
 
-    def search(self, query: _Query, window_start: int) -> list[tuple[int, float, str]]:
-        """Exact Jaccard and containment hits of ``query`` here: (key, score, "jaccard" | "containment")."""
-        length = query.length
+    def postings(self, query: _Query, budget: int | None = None) -> _Postings | None:
+        """The postings here that may lead to a hit of ``query``, rarest tokens first, at most ``budget`` a search
+        path (None: every posting the lossless bound needs); None when there are none."""
         if not len(self.tokens):
-            return []
-        positions = np.searchsorted(self.tokens, query.tokens)
+            return None
+        positions = _locate(self.tokens, self.token_directory, self.directory_steps, query.tokens)
         clipped = np.minimum(positions, len(self.tokens) - 1)
-        present = (positions < len(self.tokens)) & (self.tokens[clipped] == query.tokens)
-        frequency = np.where(present, self.full_offsets[clipped + 1] - self.full_offsets[clipped], 0)
-        order = np.lexsort((query.tokens, frequency))  # the segment's order: rarest first
-        ids, present = clipped[order], present[order]
-
-        found: list[np.ndarray] = []
+        ids = clipped[(positions < len(self.tokens)) & (self.tokens[clipped] == query.tokens)]
+        # The segment's order, rarest first: the query's tokens absent here (frequency 0) come first and hold no
+        # postings; the present ones follow by frequency, ties by token value (query.tokens ascend).
+        ids = ids[np.argsort(self.full_offsets[ids + 1] - self.full_offsets[ids], kind="stable")]
+        absent = len(query.tokens) - len(ids)
+        found = _Postings.empty()
         # Prefix lists: Jaccard candidates (query prefix against document prefixes), and shorter documents
         # the query may contain (query tokens against each document's containment prefix).
-        probe = self._within_budget(ids, present, max(query.jaccard_probe, query.shorter_probe), self.prefix_offsets,
-                                    query.budget)
-        jaccard_probe, shorter_probe = min(query.jaccard_probe, probe), min(query.shorter_probe, probe)
-        chosen = ids[:probe][present[:probe]]
+        probe = max(query.jaccard_probe, query.shorter_probe)
+        chosen, sizes = self._within_budget(ids[:max(0, probe - absent)], self.prefix_offsets, budget)
         if len(chosen):
+            probe = absent + len(chosen)
             starts = self.prefix_offsets[chosen]
-            sizes = self.prefix_offsets[chosen + 1] - starts
             where = _ranges(starts, sizes)
-            docs = np.asarray(self.prefix_docs[where]).astype(np.int64)
-            doc_lengths = self.lengths[docs].astype(np.int64)
-            query_position = np.repeat(np.flatnonzero(present[:probe]), sizes)
-            doc_position = np.asarray(self.prefix_pos[where]).astype(np.int64)
-            if query.tau is not None:
-                keep = (query_position < jaccard_probe) & (doc_lengths >= query.jaccard_low) & \
-                    (doc_lengths <= query.jaccard_high)
-                found.append(self._positional(
-                    docs[keep], query_position[keep], doc_position[keep], query,
-                    needed=lambda lengths: _pair_overlap_bound(query.tau, length, lengths),
-                    shared=lambda lengths: np.maximum(_overlap_bound(query.tau, lengths), query.jaccard_side)))
-            if query.containment is not None:
-                cut = doc_lengths - _overlap_bound(query.containment, doc_lengths) + PREFIX_EXTENSION
-                keep = (query_position < shorter_probe) & (doc_position < cut) & (doc_lengths <= length) & \
-                    (doc_lengths >= query.shorter_low)
-                bound = lambda lengths: _overlap_bound(query.containment, lengths)  # noqa: E731
-                found.append(self._positional(docs[keep], query_position[keep], doc_position[keep], query,
-                                              needed=bound, shared=bound))
+            found.prefix_docs = np.asarray(self.prefix_docs[where]).astype(np.int64)
+            found.prefix_lengths = self.lengths[found.prefix_docs].astype(np.int64)
+            found.prefix_query_position = np.repeat(np.arange(absent, probe), sizes)
+            found.prefix_doc_position = np.asarray(self.prefix_pos[where]).astype(np.int64)
+            found.jaccard_probe = min(query.jaccard_probe, probe)
+            found.shorter_probe = min(query.shorter_probe, probe)
         # Full lists: longer documents that may contain the query.
-        longer_probe = self._within_budget(ids, present, query.longer_probe, self.full_offsets, query.budget) \
-            if query.containment is not None else 0
-        if longer_probe:
-            chosen = ids[:longer_probe][present[:longer_probe]]
-            starts = self.full_offsets[chosen]
-            sizes = self.full_offsets[chosen + 1] - starts
-            docs = np.asarray(self.full_docs[_ranges(starts, sizes)]).astype(np.int64)
-            doc_lengths = self.lengths[docs]
-            keep = (doc_lengths >= length) & (doc_lengths <= query.longer_high)
-            query_position = np.repeat(np.flatnonzero(present[:longer_probe]), sizes)[keep]
-            need = int(_overlap_bound(query.containment, length))
-            found.append(self._positional(docs[keep], query_position, None, query,
-                                          needed=lambda lengths: need, shared=lambda lengths: need))
-        if not found:
-            return []
-        candidates = np.unique(np.concatenate(found))
+        if query.containment is not None:
+            chosen, sizes = self._within_budget(ids[:max(0, query.longer_probe - absent)], self.full_offsets, budget)
+            if len(chosen):
+                docs = np.asarray(self.full_docs[_ranges(self.full_offsets[chosen], sizes)]).astype(np.int64)
+                lengths = self.lengths[docs].astype(np.int64)
+                keep = (lengths >= query.length) & (lengths <= query.longer_high)
+                found.full_docs, found.full_lengths = docs[keep], lengths[keep]
+                found.full_query_position = np.repeat(np.arange(absent, absent + len(chosen)), sizes)[keep]
+        return found if len(found.prefix_docs) or len(found.full_docs) else None
+
+    @staticmethod
+    def _within_budget(ids: np.ndarray, offsets: np.ndarray, budget: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The first of ``ids`` (rarest first) whose lists hold at most ``budget`` postings together (None: all of
+        them, the lossless bound), and their list sizes."""
+        sizes = offsets[ids + 1] - offsets[ids]
+        if budget is not None:
+            over = np.flatnonzero(np.cumsum(sizes) > budget)
+            if len(over):
+                ids, sizes = ids[:over[0]], sizes[:over[0]]
+        return ids, sizes
+
+    def hits(self, candidates: np.ndarray, query: _Query, window_start: int) -> list[tuple[int, float, str]]:
+        """The exact decisions on ``candidates`` (local numbers) that are in the window: (key, score, kind)."""
         candidates = candidates[~self.deleted[candidates] & (self.times[candidates] >= window_start)]
         if not len(candidates):
             return []
         overlap = self._overlap(candidates, query)
         return query.judge(np.asarray(self.keys[candidates]), self.lengths[candidates].astype(np.int64), overlap)
-
-    @staticmethod
-    def _within_budget(ids: np.ndarray, present: np.ndarray, probe: int, offsets: np.ndarray,
-                       budget: int | None) -> int:
-        """How many of the first ``probe`` query tokens (rarest first) to probe so that their lists hold at
-        most ``budget`` postings (None: all ``probe``, the lossless bound)."""
-        if budget is None or not probe:
-            return probe
-        head = ids[:probe]
-        sizes = np.where(present[:probe], offsets[head + 1] - offsets[head], 0)
-        over = np.flatnonzero(np.cumsum(sizes) > budget)
-        return probe if not len(over) else int(over[0])
-
-    def _positional(self, docs: np.ndarray, query_position: np.ndarray, doc_position: np.ndarray | None,
-                    query: _Query, *, needed, shared) -> np.ndarray:
-        """The documents whose matches in the probed prefixes can still reach the overlap ``needed(lengths)``.
-
-        Two exact filters. The l-prefix bound: prefixes ``PREFIX_EXTENSION`` tokens longer than the overlap
-        bound ``a = shared(lengths)`` of the prefix lengths share ``min(PREFIX_EXTENSION, a)`` tokens or
-        more in any qualifying pair. PPJoin's positional filter (Xiao et al. WWW 2008): query and document
-        order tokens alike (the segment's order), so every common token before a document's last match was
-        matched too; after ``m`` matches, the last at query position ``i`` and document position ``j``, the
-        overlap is at most ``m + min(|q| - i - 1, |d| - j - 1)`` (``j`` unknown for the full lists: unused).
-        """
-        if not len(docs):
-            return docs
-        # One sort of a packed key (document, query position, document position) instead of a lexsort.
-        key = (docs.astype(np.uint64) << _U64(40)) | (query_position.astype(np.uint64) << _U64(16))
-        if doc_position is not None:
-            key |= doc_position.astype(np.uint64)
-        key.sort()
-        docs = (key >> _U64(40)).astype(np.int64)
-        first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
-        matches = np.diff(np.append(first, len(docs)))
-        last = key[np.append(first[1:], len(docs)) - 1]
-        unique = docs[first]
-        lengths = self.lengths[unique].astype(np.int64)
-        room = query.length - ((last >> _U64(16)) & _U64(0xFFFFFF)).astype(np.int64) - 1
-        if doc_position is not None:
-            room = np.minimum(room, lengths - (last & _U64(0xFFFF)).astype(np.int64) - 1)
-        keep = (matches >= np.minimum(PREFIX_EXTENSION, shared(lengths))) & (matches + room >= needed(lengths))
-        return unique[keep]
 
     def _overlap(self, candidates: np.ndarray, query: _Query) -> np.ndarray:
         """Exact multiset overlap sum(min counts) of each candidate with the query."""
@@ -420,16 +508,14 @@ class _Query:
     """A query multiset as sorted arrays, with the probe lengths its thresholds allow."""
 
     def __init__(self, spots: dict[int, int], tau: float, containment: float | None,
-                 min_spots: int = 1, min_ratio: float = 1.0, whole_below: float | None = None,
-                 budget: int | None = None) -> None:
-        self.budget = budget
+                 min_spots: int = 1, min_ratio: float = 1.0, whole_below: float | None = None) -> None:
         items = sorted(spots.items())
         self.spots = np.array([spot for spot, _ in items], dtype=np.uint64)
         self.counts = np.array([count for _, count in items], dtype=np.uint32)
         self.length = length = int(self.counts.sum())
         if length > _MAX_QUERY_LENGTH:
             raise ValueError(f"a query of {length} spots is longer than the {_MAX_QUERY_LENGTH} supported: split it")
-        self.tokens = spot_tokens(self.spots, self.counts)
+        self.tokens = np.sort(spot_tokens(self.spots, self.counts))  # ascending: ties of a segment's order
         self.tau, self.containment, self.min_spots, self.min_ratio = tau, containment, min_spots, min_ratio
         self.whole_below = whole_below
         self.jaccard_side = int(_overlap_bound(tau, length)) if tau is not None else 0
@@ -468,8 +554,8 @@ class PersistentSpotSigsIndex:
     ``store_mark``: the store's last committed row id, when opening an existing state (None: trust the state).
     ``auto_checkpoint``: checkpoint as soon as the delta holds ``flush_docs`` documents; a writer whose store
     commits in batches passes False and calls :meth:`checkpoint` after a commit when :attr:`needs_checkpoint`.
-    ``probe_budget``: at most this many postings a segment a search path reads, rarest tokens first (None: the
-    lossless prefix bound). It bounds the tail of long queries against a large store; a pair is then found
+    ``probe_budget``: at most this many postings a search path reads across the index, rarest tokens first, each
+    segment its share by its number of documents (None: the lossless prefix bound). It bounds the tail of long queries against a large store; a pair is then found
     when it shares ``PREFIX_EXTENSION`` tokens among the query's rarest ones, which a near-duplicate almost
     always does (the benchmark measures the recall against brute force); every hit is still verified exactly.
     """
@@ -879,9 +965,7 @@ class PersistentSpotSigsIndex:
         spots = _positive_spots(signatures)
         if sum(spots.values()) < self.min_signatures:
             return []
-        query = _Query(spots, tau, None, budget=self.probe_budget)
-        hits = [(key, score) for segment in self.segments
-                for key, score, _ in segment.search(query, self.window_start)]
+        hits = self._search(_Query(spots, tau, None))
         if self._delta_docs:
             hits += self._delta.query(spots, tau)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
@@ -899,13 +983,34 @@ class PersistentSpotSigsIndex:
         min_spots = max(1, min_spots)
         if length < max(min_spots, self.min_signatures):
             return []
-        query = _Query(spots, None, min_containment, min_spots, min_ratio, whole_below, budget=self.probe_budget)
-        hits = [(key, score) for segment in self.segments
-                for key, score, _ in segment.search(query, self.window_start)]
+        hits = self._search(_Query(spots, None, min_containment, min_spots, min_ratio, whole_below))
         if self._delta_docs:
             hits += self._delta.contained(spots, min_containment=min_containment, min_spots=min_spots,
                                       min_ratio=min_ratio, whole_below=whole_below)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits
+
+    def _search(self, query: _Query) -> list[tuple[int, float]]:
+        """The segments' hits. Each segment reads its share of ``probe_budget`` by its number of documents (a
+        query reads about as many postings against ten segments as against one of their size); the filters
+        then run once over all their postings, and only segments with candidates verify any."""
+        total = sum(segment.size for segment in self.segments)
+        parts, firsts, first = [], [], 0
+        for segment in self.segments:
+            found = segment.postings(query, None if self.probe_budget is None else
+                                     max(1, self.probe_budget * segment.size // total))
+            if found is not None:
+                parts.append((first, found))
+            firsts.append(first)
+            first += segment.size
+        if not parts:
+            return []
+        candidates = _candidates(parts, query)
+        owner = np.searchsorted(np.array(firsts), candidates, side="right") - 1
+        hits = []
+        for number in np.unique(owner).tolist():
+            local = candidates[owner == number] - firsts[number]
+            hits += [(key, score) for key, score, _ in self.segments[number].hits(local, query, self.window_start)]
         return hits
 
     def jaccard(self, key: int, signatures: Mapping[int, int]) -> float | None:

@@ -69,6 +69,13 @@ CHUNK_ROWS = 100_000  # rows taken in at a time
 #: The near index's largest segment. Writing a segment of n stories holds about 6 KB a story in memory (1,000,000:
 #: ~6 GB, too much beside a crawl on a shared machine); a query visits one more segment per this many stories.
 NEAR_SEGMENT_DOCS = 250_000
+#: Postings a near-duplicate search path reads across the persisted index, rarest spots first (PersistentSpotSigsIndex's
+#: ``probe_budget``). It binds only on a large window (millions of stories), where it holds a decision's p99 under
+#: 20 ms. A near duplicate shares rare spots with its original, so the pairs found stay the method's: at
+#: 10,000,000 synthetic stories 155 of 155 pairs of a brute-force scan (5,000 found 153), and on the 9,054 real
+#: Sina texts every pair from a budget of 500 up (benchmarks/dedup_state_scale.py, probe_budget_real.py;
+#: docs/performance.md).
+NEAR_PROBE_BUDGET = 20_000
 
 
 class StateUnusable(Exception):
@@ -305,7 +312,8 @@ class WindowState(_FolderState):
         return PersistentSpotSigsIndex(self.folder / "near", tau=settings["tau"],
                                        min_signatures=settings["min_signatures"],
                                        min_containment=settings["min_containment"], store_mark=store_mark,
-                                       max_segment_docs=NEAR_SEGMENT_DOCS, auto_checkpoint=False)
+                                       max_segment_docs=NEAR_SEGMENT_DOCS, auto_checkpoint=False,
+                                       probe_budget=NEAR_PROBE_BUDGET)
 
     def _load(self, store_marks: dict[str, int]) -> None:
         self.exact = PersistedBloomFilter.open(self.folder / "exact", store_marks=store_marks)

@@ -37,7 +37,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 
 import redis
