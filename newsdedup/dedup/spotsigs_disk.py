@@ -197,7 +197,8 @@ def _locate(tokens: np.ndarray, directory: np.ndarray, steps: int, needles: np.n
     >>> tokens = np.array([3, 9, 1 << 62, 1 << 63, (1 << 63) + 5], dtype=np.uint64)
     >>> needles = np.array([0, 9, 10, 1 << 63, (1 << 64) - 1], dtype=np.uint64)
     >>> directory = _token_directory(tokens)
-    >>> _locate(tokens, directory, _directory_steps(directory), needles).tolist() == np.searchsorted(tokens, needles).tolist()
+    >>> found = _locate(tokens, directory, _directory_steps(directory), needles)
+    >>> found.tolist() == np.searchsorted(tokens, needles).tolist()
     True
     """
     bits = int(len(directory) - 1).bit_length() - 1
@@ -555,9 +556,11 @@ class PersistentSpotSigsIndex:
     ``auto_checkpoint``: checkpoint as soon as the delta holds ``flush_docs`` documents; a writer whose store
     commits in batches passes False and calls :meth:`checkpoint` after a commit when :attr:`needs_checkpoint`.
     ``probe_budget``: at most this many postings a search path reads across the index, rarest tokens first, each
-    segment its share by its number of documents (None: the lossless prefix bound). It bounds the tail of long queries against a large store; a pair is then found
-    when it shares ``PREFIX_EXTENSION`` tokens among the query's rarest ones, which a near-duplicate almost
-    always does (the benchmark measures the recall against brute force); every hit is still verified exactly.
+    segment its share by its number of documents (None: the lossless prefix bound). It bounds the tail of long
+    queries against a large store; a pair is then found when it shares ``PREFIX_EXTENSION`` tokens among the
+    query's rarest ones, which a near-duplicate almost always does (the benchmark measures the recall against brute
+    force; short texts whose spots are all frequent are the ones a small budget misses); every hit is still
+    verified exactly.
     """
 
     def __init__(self, path: str | Path, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
