@@ -412,3 +412,23 @@ def test_a_segment_written_without_a_token_directory_gets_one_and_answers_the_sa
     reopened = open_index(tmp_path / "near", max_segment_docs=300, store_mark=299)
     assert [searched(reopened, query) for query in queries] == before
     assert sorted((tmp_path / "near").glob("seg-*/token_directory.npy")) == written
+
+
+@pytest.mark.parametrize("with_doc_position", [True, False])
+def test_the_positional_filter_decides_alike_when_document_numbers_do_not_fit_a_packed_key(with_doc_position):
+    from types import SimpleNamespace
+
+    from newsdedup.dedup.spotsigs_disk import _positional
+
+    rng = np.random.default_rng(11)
+    small = rng.integers(0, 300, 4000)
+    large = small.astype(np.int64) + (1 << 45)  # past what a packed key holds beside the positions: a lexsort
+    lengths = (small % 97 + 20).astype(np.int64)
+    query_position = rng.integers(0, 400, 4000)
+    doc_position = rng.integers(0, 60, 4000) if with_doc_position else None
+    query = SimpleNamespace(length=400)
+    decide = dict(needed=lambda lengths: lengths // 3, shared=lambda lengths: np.full(len(lengths), 3))
+    packed = _positional(small, lengths, query_position, doc_position, query, **decide)
+    sorted_apart = _positional(large, lengths, query_position, doc_position, query, **decide)
+    assert 0 < len(packed) < 300
+    assert (sorted_apart - (1 << 45)).tolist() == packed.tolist()
