@@ -1,8 +1,10 @@
 """The SpotSigs probe budget on real texts: the pairs a budgeted search finds against the lossless search's.
 
     python benchmarks/probe_budget_real.py ../shared/data --budgets 500 2000 20000
+    python benchmarks/probe_budget_real.py ../shared/data --corpus page-benchmark --budgets 2000 20000
 
-Every Sina 2018 text (``sina-news-2018/articles.jsonl.gz``, 9,054 articles, with their reprints and rewrites) is
+Every Sina 2018 text (``sina-news-2018/articles.jsonl.gz``, 9,054 articles, with their reprints and rewrites), or
+every text of the page-level benchmark (``newsdedup eval``'s 1,640 documents: real texts and their reprints), is
 stored in a :class:`PersistentSpotSigsIndex`, and each text is then searched (Jaccard, and containment at the
 product's thresholds) once without a budget (the lossless prefix bound: every pair of the method) and once per
 budget. Reported per budget: the pairs the lossless search finds (a text's pair with itself left out), how many
@@ -32,7 +34,11 @@ from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
 DEFAULTS = NearSettings()
 
 
-def texts(data: Path) -> list[str]:
+def texts(data: Path, corpus: str) -> list[str]:
+    if corpus == "page-benchmark":
+        from newsdedup.evaluation.page_level import DEFAULT_DOCS, benchmark_sizes
+        from newsdedup.evaluation.reprints import build_text_benchmark
+        return [doc["text"] for doc in build_text_benchmark(data, seed=1, **benchmark_sizes(DEFAULT_DOCS))]
     with gzip.open(data / "sina-news-2018" / "articles.jsonl.gz", "rt", encoding="utf-8") as lines:
         return [json.loads(line)["text"] for line in lines]
 
@@ -47,12 +53,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", type=Path, help="the shared data folder (holds sina-news-2018/)")
     parser.add_argument("--budgets", type=int, nargs="+", default=[500, 2000, 20000])
+    parser.add_argument("--corpus", choices=["sina", "page-benchmark"], default="sina")
     args = parser.parse_args()
     if not (args.data / "sina-news-2018").is_dir():
         sys.exit(f"{args.data / 'sina-news-2018'} not found: this benchmark needs the real texts")
     extractor = FeatureExtractor(FeatureConfig(method="spotsigs"))
     started = time.perf_counter()
-    docs = [dict(extractor.features(text).spots or {}) for text in texts(args.data)]
+    docs = [dict(extractor.features(text).spots or {}) for text in texts(args.data, args.corpus)]
     print(f"{len(docs)} texts, spots in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     with tempfile.TemporaryDirectory() as folder:
         index = PersistentSpotSigsIndex(folder, tau=DEFAULTS.spotsigs_tau,
