@@ -997,7 +997,7 @@ class PersistentSpotSigsIndex:
         """The segments' hits. Each segment reads its share of ``probe_budget`` by its number of documents (a
         query reads about as many postings against ten segments as against one of their size); the filters
         then run once over all their postings, and only segments with candidates verify any."""
-        total = sum(segment.size for segment in self.segments)
+        total = max(1, sum(segment.size for segment in self.segments))
         parts, firsts, first = [], [], 0
         for segment in self.segments:
             found = segment.postings(query, None if self.probe_budget is None else
