@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,7 @@ class StoryReuse:
     def rebuild(cls, store: ArticleStore, *, since: str | None, folder: Path | None = None) -> StoryReuse:
         """The index of the stories active since ``since`` (None: every story), from the store."""
         reuse = cls(store, folder=folder, since=since)
-        reuse.tracker.restore((record.id, record.text, record.fetched_at)
-                              for record in store.iter_cluster_centres(since=since))
+        reuse.tracker.restore(_stories(store.iter_cluster_centres(since=since)))
         logger.info("passage-reuse index rebuilt from the store: %d stories, %d fingerprints",
                     len(reuse.index), reuse.index.postings)
         return reuse
@@ -108,10 +108,8 @@ class StoryReuse:
                 # Rare (a window wider than the snapshot's): read them with the window's centres from the first one.
                 wanted = set(missing.tolist())
                 centres = self.store.iter_cluster_centres(since=since, after=int(missing.min()) - 1)
-                back = self.tracker.restore((record.id, record.text, record.fetched_at)
-                                            for record in centres if record.id in wanted)
-        caught_up = self.tracker.restore((record.id, record.text, record.fetched_at)
-                                         for record in self.store.iter_cluster_centres(since=since, after=mark))
+                back = self.tracker.restore(_stories(record for record in centres if record.id in wanted))
+        caught_up = self.tracker.restore(_stories(self.store.iter_cluster_centres(since=since, after=mark)))
         return len(ahead), expired, back, caught_up
 
     def checkpoint(self) -> None:
@@ -138,6 +136,11 @@ class StoryReuse:
         """Index a stored article when it starts a story (a near duplicate's text is its story's already)."""
         if record.status == UNIQUE:
             self.tracker.add(record.id, record.text, record.fetched_at)
+
+
+def _stories(records: Iterable[ArticleRecord]) -> Iterator[tuple[int, str, str]]:
+    """Stored centres as the tracker takes them: (story id, text, time)."""
+    return ((record.id, record.text, record.fetched_at) for record in records)
 
 
 def _text_reader(store: ArticleStore):

@@ -206,9 +206,9 @@ def _locate(tokens: np.ndarray, directory: np.ndarray, steps: int, needles: np.n
     low, high = directory[bucket], directory[bucket + 1]
     last = len(tokens) - 1
     for _ in range(steps):
-        middle = (low + high) >> 1
-        below = (low < high) & (tokens[np.minimum(middle, last)] < needles)
-        high = np.where((low < high) & ~below, middle, high)
+        middle, searching = (low + high) >> 1, low < high
+        below = searching & (tokens[np.minimum(middle, last)] < needles)
+        high = np.where(searching & ~below, middle, high)
         low = np.where(below, middle + 1, low)
     return low
 
@@ -327,15 +327,16 @@ def _candidates(parts: list[tuple[int, _Postings]], query: _Query) -> np.ndarray
     length, found = query.length, []
     docs, lengths = joined("prefix_docs", True), joined("prefix_lengths")
     query_position, doc_position = joined("prefix_query_position"), joined("prefix_doc_position")
+    counts = [len(p.prefix_docs) for _, p in parts]
     if len(docs) and query.tau is not None:
-        probed = np.concatenate([np.full(len(p.prefix_docs), p.jaccard_probe) for _, p in parts])
+        probed = np.repeat([p.jaccard_probe for _, p in parts], counts)
         keep = (query_position < probed) & (lengths >= query.jaccard_low) & (lengths <= query.jaccard_high)
         found.append(_positional(
             docs[keep], lengths[keep], query_position[keep], doc_position[keep], query,
             needed=lambda lengths: _pair_overlap_bound(query.tau, length, lengths),
             shared=lambda lengths: np.maximum(_overlap_bound(query.tau, lengths), query.jaccard_side)))
     if len(docs) and query.containment is not None:
-        probed = np.concatenate([np.full(len(p.prefix_docs), p.shorter_probe) for _, p in parts])
+        probed = np.repeat([p.shorter_probe for _, p in parts], counts)
         cut = lengths - _overlap_bound(query.containment, lengths) + PREFIX_EXTENSION
         keep = (query_position < probed) & (doc_position < cut) & (lengths <= length) & (lengths >= query.shorter_low)
         bound = lambda lengths: _overlap_bound(query.containment, lengths)  # noqa: E731
