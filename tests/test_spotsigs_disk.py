@@ -432,3 +432,65 @@ def test_the_positional_filter_decides_alike_when_document_numbers_do_not_fit_a_
     sorted_apart = _positional(large, lengths, query_position, doc_position, query, **decide)
     assert 0 < len(packed) < 300
     assert (sorted_apart - (1 << 45)).tolist() == packed.tolist()
+
+
+def _segment_in_one_piece(docs, tau: float, min_containment: float) -> dict[str, np.ndarray]:
+    """The segment's arrays as defined: every token sorted at once, in RAM (the writer before chunked builds)."""
+    from newsdedup.dedup import spotsigs_disk as disk
+    n = len(docs.keys)
+    lengths = np.add.reduceat(docs.counts.astype(np.int64), docs.spot_offsets[:-1])
+    tokens = spot_tokens(docs.spots, docs.counts)
+    doc_of = np.repeat(np.arange(n, dtype=np.uint32), lengths)
+    order = np.argsort(tokens, kind="stable")
+    sorted_tokens = tokens[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_tokens[1:] != sorted_tokens[:-1])))
+    distinct = sorted_tokens[starts]
+    full_offsets = np.append(starts, len(tokens)).astype(np.int64)
+    frequency = np.diff(full_offsets)
+    token_id = np.empty(len(tokens), dtype=np.uint32)
+    token_id[order] = np.repeat(np.arange(len(distinct), dtype=np.uint32), frequency)
+    rank = np.empty(len(distinct), dtype=np.uint64)
+    rank[np.argsort(frequency, kind="stable")] = np.arange(len(distinct), dtype=np.uint64)
+    in_doc_order = np.argsort((doc_of.astype(np.uint64) << np.uint64(32)) | rank[token_id])
+    token_id, in_doc = token_id[in_doc_order], doc_of[in_doc_order]
+    position = np.arange(len(tokens)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    keep = position < np.repeat(lengths - disk._prefix_overlap(lengths, tau, min_containment)
+                                + disk.PREFIX_EXTENSION, lengths)
+    by_token = np.argsort((token_id[keep].astype(np.uint64) << np.uint64(32)) | in_doc[keep])
+    prefix_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token_id[keep], minlength=len(distinct)), out=prefix_offsets[1:])
+    return {"keys": docs.keys, "times": docs.times, "spot_offsets": docs.spot_offsets, "spots": docs.spots,
+            "counts": docs.counts, "lengths": lengths.astype(np.uint32), "tokens": distinct,
+            "full_offsets": full_offsets, "full_docs": doc_of[order], "prefix_offsets": prefix_offsets,
+            "prefix_docs": in_doc[keep][by_token],
+            "prefix_pos": np.minimum(position[keep][by_token], disk._POSITION_CAP).astype(np.uint16),
+            "token_directory": disk._token_directory(distinct)}
+
+
+@pytest.mark.parametrize("chunk_spots", [1, 97, 10**9])
+def test_a_segment_built_a_chunk_at_a_time_equals_one_built_in_one_piece(tmp_path, monkeypatch, chunk_spots):
+    """The chunked writer (bounded memory) writes the very arrays of the definition, whatever the chunk size,
+    and a merge of segments reads them back in the same chunks."""
+    from newsdedup.dedup import spotsigs_disk as disk
+    monkeypatch.setattr(disk, "_BUILD_CHUNK_SPOTS", chunk_spots)
+    corpus = Corpus(11)
+    stored = {key: corpus.next() for key in range(1, 301)}
+    index = open_index(tmp_path / "near", flush_docs=50, max_segment_docs=300)
+    for key, doc in stored.items():  # segments of 50, merged as they come (LSM)
+        index.add(key, doc, time=1_000 + key)
+    index.checkpoint()
+    assert sum(segment.size for segment in index.segments) == sum(doc.total() >= MIN_SIGNATURES
+                                                                  for doc in stored.values())
+    assert max(segment.size for segment in index.segments) > 50  # merges happened
+    for segment in index.segments:
+        kept = {key: stored[key] for key in np.asarray(segment.keys).tolist()}
+        spots = [sorted(doc.items()) for doc in kept.values()]
+        expected = _segment_in_one_piece(disk._Docs(
+            np.array(list(kept), dtype=np.int64), np.array([1_000 + key for key in kept], dtype=np.uint32),
+            np.cumsum([0] + [len(items) for items in spots]).astype(np.int64),
+            np.array([spot for items in spots for spot, _ in items], dtype=np.uint64),
+            np.array([count for items in spots for _, count in items], dtype=np.uint32)), TAU, CONTAINMENT)
+        for name, values in expected.items():
+            got = np.load(segment.folder / f"{name}.npy")
+            assert got.dtype == values.dtype, name
+            assert np.array_equal(got, values), name

@@ -89,7 +89,7 @@ import os
 import shutil
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -228,66 +228,177 @@ class _Docs:
     spots: np.ndarray  # uint64, sorted within each document
     counts: np.ndarray  # uint32
 
-    @staticmethod
-    def concatenate(parts: list[_Docs]) -> _Docs:
-        parts = [part for part in parts if len(part.keys)]
-        if not parts:
-            return _Docs(np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(1, np.int64),
-                         np.zeros(0, np.uint64), np.zeros(0, np.uint32))
-        offsets, base = [np.zeros(1, np.int64)], 0
-        for part in parts:
-            offsets.append(part.spot_offsets[1:] + base)
-            base += int(part.spot_offsets[-1])
-        return _Docs(np.concatenate([p.keys for p in parts]), np.concatenate([p.times for p in parts]),
-                     np.concatenate(offsets), np.concatenate([p.spots for p in parts]),
-                     np.concatenate([p.counts for p in parts]))
+    def chunked(self) -> _Chunks:
+        return _Chunks(len(self.keys), len(self.spots), _kept_chunks(self, np.ones(len(self.keys), dtype=bool)))
 
 
-def _build_segment(folder: Path, docs: _Docs, *, tau: float, min_containment: float) -> None:
-    """Write a segment of ``docs`` into ``folder`` (created; the caller renames it into place)."""
-    folder.mkdir(parents=True)
-    n = len(docs.keys)
-    lengths = np.add.reduceat(docs.counts.astype(np.int64), docs.spot_offsets[:-1]) if n else np.zeros(0, np.int64)
-    tokens = spot_tokens(docs.spots, docs.counts)
-    doc_of = np.repeat(np.arange(n, dtype=np.uint32), lengths)
-    order = np.argsort(tokens, kind="stable")  # stable: documents ascending within a token
-    sorted_tokens = tokens[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_tokens[1:] != sorted_tokens[:-1]))) if len(tokens) else \
-        np.zeros(0, np.int64)
-    distinct = sorted_tokens[starts]
-    full_offsets = np.append(starts, len(tokens)).astype(np.int64)
-    full_docs = doc_of[order]
-    del sorted_tokens
-    frequency = np.diff(full_offsets)
-    token_id = np.empty(len(tokens), dtype=np.uint32)  # each occurrence's index into ``distinct``
-    token_id[order] = np.repeat(np.arange(len(distinct), dtype=np.uint32), frequency)
+@dataclass
+class _Chunks:
+    """Documents to build a segment from, a chunk at a time (keys ascending across chunks), and how many."""
+
+    documents: int
+    spots: int
+    chunks: Iterator[_Docs]
+
+
+#: A segment is built a chunk of documents at a time, about this many spots a chunk, so building one of a million
+#: stories holds a few bytes a token in RAM besides the chunk (docs/performance.md), not every token's sort keys.
+_BUILD_CHUNK_SPOTS = 2_000_000
+
+
+def _kept_chunks(docs: _Docs, kept: np.ndarray) -> Iterator[_Docs]:
+    """The documents of ``docs`` that ``kept`` selects, in chunks; ``docs.spot_offsets`` may start anywhere in
+    ``docs.spots`` (a slice of a larger set), and nothing is copied but a chunk."""
+    offsets, n, first = docs.spot_offsets, len(docs.keys), 0
+    while first < n:
+        last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + _BUILD_CHUNK_SPOTS, side="right")) - 1)
+        last = min(last, n)
+        chosen = np.flatnonzero(kept[first:last]) + first
+        if len(chosen):
+            sizes = offsets[chosen + 1] - offsets[chosen]
+            where = _ranges(offsets[chosen], sizes)
+            chunk_offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=chunk_offsets[1:])
+            yield _Docs(docs.keys[chosen], docs.times[chosen], chunk_offsets, docs.spots[where], docs.counts[where])
+        first = last
+
+
+def _counted_union(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and summed counts of several sorted (values, counts) runs (a stable sort of the
+    concatenation is a merge of the runs)."""
+    values = np.concatenate([run[0] for run in runs])
+    counts = np.concatenate([run[1] for run in runs])
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
     del order
-    # The segment's global order: rarest first, then by token value.
-    rank = np.empty(len(distinct), dtype=np.uint64)
-    rank[np.argsort(frequency, kind="stable")] = np.arange(len(distinct), dtype=np.uint64)
-    in_doc_order = np.argsort((doc_of.astype(np.uint64) << _U64(32)) | rank[token_id])
-    token_id, doc_of = token_id[in_doc_order], doc_of[in_doc_order]
-    del in_doc_order, rank
-    position = np.arange(len(tokens), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    prefix = np.repeat(lengths - _prefix_overlap(lengths, tau, min_containment) + PREFIX_EXTENSION, lengths)
-    keep = position < prefix
-    by_token = np.argsort((token_id[keep].astype(np.uint64) << _U64(32)) | doc_of[keep])
-    prefix_ids = token_id[keep][by_token]
-    prefix_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(prefix_ids, minlength=len(distinct)), out=prefix_offsets[1:])
-    arrays = {
-        "keys": docs.keys.astype(np.int64), "spot_offsets": docs.spot_offsets.astype(np.int64),
-        "spots": docs.spots.astype(np.uint64), "counts": docs.counts.astype(np.uint32),
-        "tokens": distinct, "full_offsets": full_offsets, "full_docs": full_docs,
-        "prefix_offsets": prefix_offsets, "prefix_docs": doc_of[keep][by_token],
-        "prefix_pos": np.minimum(position[keep][by_token], _POSITION_CAP).astype(np.uint16),
-        "lengths": lengths.astype(np.uint32), "times": docs.times.astype(np.uint32),
-        "deleted": np.zeros(n, dtype=bool),
-    }
-    for name, values in arrays.items():
-        np.save(folder / f"{name}.npy", values)
+    starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1]))) if len(values) else \
+        np.zeros(0, np.int64)
+    return values[starts], np.add.reduceat(counts, starts) if len(starts) else counts[:0]
+
+
+def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spots: int, tau: float,
+                   min_containment: float) -> None:
+    """Write a segment of the documents in ``chunks`` (``documents`` of them, ``spots`` distinct spots in all,
+    keys ascending across chunks) into ``folder`` (created; the caller renames it into place).
+
+    Two passes, a chunk at a time, each output written into its memory-mapped file as it is made: the first
+    copies the documents and counts each token's documents; the second places every token's postings at its
+    list's cursor (counting sort: documents ascend within a list because chunks come in key order) and keeps the
+    prefix postings of each document, which a third step places the same way. RAM: ~4 bytes a token of the
+    segment for the prefix postings (in temporary files), ~30 bytes a distinct token, and one chunk's arrays.
+    """
+    folder.mkdir(parents=True)
+
+    def output(name: str, dtype, length: int) -> np.ndarray:
+        return np.lib.format.open_memmap(folder / f"{name}.npy", mode="w+", dtype=dtype, shape=(length,))
+
+    keys, times = output("keys", np.int64, documents), output("times", np.uint32, documents)
+    lengths, spot_offsets = output("lengths", np.uint32, documents), output("spot_offsets", np.int64, documents + 1)
+    spot_values, spot_counts = output("spots", np.uint64, spots), output("counts", np.uint32, spots)
+    np.save(folder / "deleted.npy", np.zeros(documents, dtype=bool))
+    # Pass 1: the documents, and each distinct token's number of documents (runs merged like a binary counter).
+    runs: list[tuple[np.ndarray, np.ndarray]] = []
+    doc, spot = 0, 0
+    spot_offsets[0] = 0
+    for chunk in chunks:
+        n, size = len(chunk.keys), len(chunk.spots)
+        keys[doc:doc + n], times[doc:doc + n] = chunk.keys, chunk.times
+        spot_offsets[doc + 1:doc + n + 1] = chunk.spot_offsets[1:] + spot
+        spot_values[spot:spot + size], spot_counts[spot:spot + size] = chunk.spots, chunk.counts
+        lengths[doc:doc + n] = _lengths(chunk)
+        runs.append(np.unique(spot_tokens(chunk.spots.astype(np.uint64), chunk.counts.astype(np.uint32)),
+                              return_counts=True))
+        while len(runs) >= 2 and len(runs[-2][0]) <= 2 * len(runs[-1][0]):
+            runs[-2:] = [_counted_union(runs[-2:])]
+        doc, spot = doc + n, spot + size
+    if (doc, spot) != (documents, spots):
+        raise ValueError(f"the chunks held {doc} documents and {spot} spots, not {documents} and {spots}")
+    distinct, frequency = _counted_union(runs) if runs else (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+    del runs
+    np.save(folder / "tokens.npy", distinct)
     np.save(folder / _DIRECTORY, _token_directory(distinct))
+    full_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+    np.cumsum(frequency, out=full_offsets[1:])
+    np.save(folder / "full_offsets.npy", full_offsets)
+    # The segment's global order: rarest first, then by token value.
+    rank = np.empty(len(distinct), dtype=np.uint32)
+    rank[np.argsort(frequency, kind="stable")] = np.arange(len(distinct), dtype=np.uint32)
+    del frequency
+    # Pass 2: full lists by counting sort; each document's prefix (its first tokens in the segment's order).
+    full_docs = output("full_docs", np.uint32, int(full_offsets[-1]))
+    cursor = full_offsets[:-1].copy()
+    prefix_counts = np.zeros(len(distinct), dtype=np.int64)
+    prefix_parts: list[Path] = []
+    for first in range(0, documents, _chunk_docs(lengths)):
+        last = min(documents, first + _chunk_docs(lengths))
+        start, end = int(spot_offsets[first]), int(spot_offsets[last])
+        doc_lengths = lengths[first:last].astype(np.int64)
+        tokens = spot_tokens(np.asarray(spot_values[start:end]), np.asarray(spot_counts[start:end]))
+        doc_of = np.repeat(np.arange(first, last, dtype=np.uint32), doc_lengths)
+        order = np.argsort(tokens, kind="stable")  # documents ascend within a token
+        ids = np.empty(len(tokens), dtype=np.int64)
+        ids[order] = np.searchsorted(distinct, tokens[order])
+        del tokens
+        _place(full_docs, cursor, ids[order], doc_of[order])
+        del order
+        in_doc_order = np.argsort((doc_of.astype(np.uint64) << _U64(32)) | rank[ids])
+        ids, doc_of = ids[in_doc_order], doc_of[in_doc_order]
+        del in_doc_order
+        position = np.arange(len(ids), dtype=np.int64) - np.repeat(np.cumsum(doc_lengths) - doc_lengths, doc_lengths)
+        keep = position < np.repeat(doc_lengths - _prefix_overlap(doc_lengths, tau, min_containment)
+                                    + PREFIX_EXTENSION, doc_lengths)
+        ids = ids[keep].astype(np.uint32)
+        prefix_counts += np.bincount(ids, minlength=len(distinct))
+        part = folder / f"prefix-part-{len(prefix_parts)}.npz"
+        positions = np.minimum(position[keep], _POSITION_CAP).astype(np.uint16)
+        np.savez(part, ids=ids, docs=doc_of[keep], positions=positions)
+        prefix_parts.append(part)
+    full_docs.flush()
+    del full_docs, cursor, rank
+    # Step 3: the prefix lists, by counting sort of the parts kept in pass 2.
+    prefix_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+    np.cumsum(prefix_counts, out=prefix_offsets[1:])
+    del prefix_counts
+    np.save(folder / "prefix_offsets.npy", prefix_offsets)
+    prefix_docs = output("prefix_docs", np.uint32, int(prefix_offsets[-1]))
+    prefix_pos = output("prefix_pos", np.uint16, int(prefix_offsets[-1]))
+    cursor = prefix_offsets[:-1].copy()
+    for part in prefix_parts:
+        with np.load(part) as saved:
+            ids, docs, positions = saved["ids"], saved["docs"], saved["positions"]
+        order = np.argsort(ids, kind="stable")
+        where = _place(None, cursor, ids[order].astype(np.int64), None)
+        prefix_docs[where], prefix_pos[where] = docs[order], positions[order]
+        part.unlink()
+    for array in (keys, times, lengths, spot_offsets, spot_values, spot_counts, prefix_docs, prefix_pos):
+        array.flush()
+    del keys, times, lengths, spot_offsets, spot_values, spot_counts, prefix_docs, prefix_pos
     fsync_folder(folder, files=True)
+
+
+def _lengths(docs: _Docs) -> np.ndarray:
+    """Each document's number of spot occurrences."""
+    lengths = np.zeros(len(docs.keys), dtype=np.int64)
+    nonempty = np.diff(docs.spot_offsets) > 0
+    lengths[nonempty] = np.add.reduceat(docs.counts.astype(np.int64), docs.spot_offsets[:-1][nonempty])
+    return lengths
+
+
+def _chunk_docs(lengths: np.ndarray) -> int:
+    """Documents a chunk of pass 2: about ``_BUILD_CHUNK_SPOTS`` tokens at the segment's mean length."""
+    return max(1, int(_BUILD_CHUNK_SPOTS * len(lengths) // max(1, int(lengths.sum(dtype=np.int64)))))
+
+
+def _place(target: np.ndarray | None, cursor: np.ndarray, ids: np.ndarray, values: np.ndarray | None) -> np.ndarray:
+    """Counting sort, one chunk: the places of postings of lists ``ids`` (ascending), each list filled from its
+    ``cursor`` on, which advances; writes ``values`` there when given a ``target``."""
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1]))) if len(ids) else np.zeros(0, np.int64)
+    sizes = np.diff(np.append(starts, len(ids)))
+    where = cursor[ids] + (np.arange(len(ids), dtype=np.int64) - np.repeat(starts, sizes))
+    cursor[ids[starts]] += sizes
+    if target is not None:
+        target[where] = values
+    return where
 
 
 def _prefix_overlap(lengths, tau: float, min_containment: float):
@@ -413,16 +524,11 @@ class _Segment:
     def shows(self, local: int, window_start: int) -> bool:
         return local >= 0 and not self.deleted[local] and int(self.times[local]) >= window_start
 
-    def docs(self, mask: np.ndarray) -> _Docs:
-        """The documents selected by ``mask``, as flat arrays (for a merge)."""
-        chosen = np.flatnonzero(mask)
-        starts = self.spot_offsets[chosen]
-        sizes = self.spot_offsets[chosen + 1] - starts
-        where = _ranges(starts, sizes)
-        offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        return _Docs(np.asarray(self.keys[chosen]), self.times[chosen].copy(), offsets,
-                     np.asarray(self.spots[where]), np.asarray(self.counts[where]))
+    def chunks(self, mask: np.ndarray) -> _Chunks:
+        """The documents selected by ``mask`` (for a merge), as flat arrays a chunk at a time."""
+        sizes = np.diff(self.spot_offsets)[mask]
+        whole = _Docs(self.keys, self.times, self.spot_offsets, self.spots, self.counts)
+        return _Chunks(int(mask.sum()), int(sizes.sum()), _kept_chunks(whole, mask))
 
     def save_mutable(self) -> None:
         for name in ("times", "deleted"):
@@ -784,7 +890,7 @@ class PersistentSpotSigsIndex:
             nonlocal chunk
             if chunk:
                 self._delta_docs = {key: (spots, time) for key, spots, time in chunk}
-                self.segments.append(self._write_segment(self._delta_as_docs()))
+                self.segments.append(self._write_segment(self._delta_as_docs().chunked()))
                 self._delta_docs, chunk = {}, []
 
         for key, signatures, time in rows:
@@ -834,21 +940,21 @@ class PersistentSpotSigsIndex:
         lengths = np.zeros(n, dtype=np.int64)
         nonempty = np.diff(spot_offsets) > 0
         lengths[nonempty] = np.add.reduceat(counts.astype(np.int64), spot_offsets[:-1][nonempty])
-        kept = np.flatnonzero((lengths >= self.min_signatures) & (lengths <= _MAX_U32))
+        kept = (lengths >= self.min_signatures) & (lengths <= _MAX_U32)
         self.checkpoint()
-        for first in range(0, len(kept), self.max_segment_docs):
-            chosen = kept[first: first + self.max_segment_docs]
-            sizes = spot_offsets[chosen + 1] - spot_offsets[chosen]
-            where = _ranges(spot_offsets[chosen], sizes)
-            offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
-            np.cumsum(sizes, out=offsets[1:])
-            docs = _Docs(keys[chosen], times[chosen].astype(np.uint32), offsets, spots[where],
-                         counts[where].astype(np.uint32))
-            self.segments.append(self._write_segment(docs))
-            del docs, where
+        times, counts = times.astype(np.uint32, copy=False), counts.astype(np.uint32, copy=False)
+        ends = np.cumsum(kept)
+        for first in range(0, int(ends[-1]), self.max_segment_docs):  # documents kept before ``first``: ``first``
+            begin = int(np.searchsorted(ends, first, side="right"))
+            end = int(np.searchsorted(ends, first + self.max_segment_docs, side="right"))
+            part = _Docs(keys[begin:end], times[begin:end], spot_offsets[begin:end + 1], spots, counts)
+            chosen = kept[begin:end]
+            sizes = np.diff(part.spot_offsets)[chosen]
+            source = _Chunks(int(chosen.sum()), int(sizes.sum()), _kept_chunks(part, chosen))
+            self.segments.append(self._write_segment(source))
         self.high_water_mark = int(keys[-1])
         self.checkpoint()
-        return len(kept)
+        return int(ends[-1])
 
     def signatures(self, key: int) -> dict[int, int] | None:
         """The spot multiset of the visible document ``key`` (spot -> count), or None."""
@@ -874,8 +980,7 @@ class PersistentSpotSigsIndex:
         """
         new_segments = list(self.segments)
         if self._delta_docs:
-            docs = _Docs.concatenate([self._delta_as_docs()])
-            new_segments.append(self._write_segment(docs))
+            new_segments.append(self._write_segment(self._delta_as_docs().chunked()))
         new_segments = self._merged(new_segments)
         for segment in new_segments:
             if segment.dirty and segment in self.segments:
@@ -909,10 +1014,14 @@ class PersistentSpotSigsIndex:
         np.cumsum(sizes, out=offsets[1:])
         return _Docs(keys, times, offsets, spots[order], counts[order])
 
-    def _write_segment(self, docs: _Docs) -> _Segment:
+    def _write_segment(self, *sources: _Chunks) -> _Segment:
+        """A new segment of the documents of ``sources``, in their order."""
         name = self._new_name("seg")
         temporary = self.path / f"{name}.tmp"
-        _build_segment(temporary, docs, tau=self.tau, min_containment=self.min_containment)
+        _build_segment(temporary, chain.from_iterable(source.chunks for source in sources),
+                       documents=sum(source.documents for source in sources),
+                       spots=sum(source.spots for source in sources), tau=self.tau,
+                       min_containment=self.min_containment)
         os.replace(temporary, self.path / name)
         return _Segment(self.path / name)
 
@@ -923,7 +1032,7 @@ class PersistentSpotSigsIndex:
         result: list[_Segment] = []
         for segment, count in zip(segments, live):
             if count < segment.size / 2:
-                rewritten = self._write_segment(segment.docs(segment.visible(self.window_start))) if count else None
+                rewritten = self._write_segment(segment.chunks(segment.visible(self.window_start))) if count else None
                 self._retire_unpublished(segment)
                 segment = rewritten
             if segment is not None:
@@ -933,8 +1042,7 @@ class PersistentSpotSigsIndex:
             sizes = [int(s.visible(self.window_start).sum()) for s in (older, newer)]
             if sizes[0] > 2 * sizes[1] or sum(sizes) > self.max_segment_docs:
                 break
-            merged = self._write_segment(_Docs.concatenate(
-                [s.docs(s.visible(self.window_start)) for s in (older, newer)]))
+            merged = self._write_segment(*(s.chunks(s.visible(self.window_start)) for s in (older, newer)))
             for segment in (older, newer):
                 self._retire_unpublished(segment)
             result[-2:] = [merged]
