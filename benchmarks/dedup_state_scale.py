@@ -26,11 +26,14 @@ from the same documents as a crawl start rebuilds them from the store today, up 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import random
+import shutil
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +45,7 @@ from spot_arrays import SpotArrays, SpotChunk  # noqa: E402
 
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex  # noqa: E402
+from newsdedup.dedup.store_state import NEAR_PROBE_BUDGET, NEAR_SEGMENT_DOCS  # noqa: E402
 
 DEFAULTS = NearSettings()
 START_TIME = 1_780_000_000
@@ -50,8 +54,8 @@ WINDOW_DAYS, DAY = 30, 86_400
 QUARTER = CHUNK // 4
 
 
-PROBE_BUDGET = None  # --probe-budget: PersistentSpotSigsIndex's probe_budget in the measurements
-SEGMENT_DOCS = CHUNK  # --segment-docs: the largest segment a build writes (the crawl's: NEAR_SEGMENT_DOCS)
+PROBE_BUDGET = NEAR_PROBE_BUDGET  # --probe-budget: PersistentSpotSigsIndex's probe_budget in the measurements
+SEGMENT_DOCS = NEAR_SEGMENT_DOCS  # --segment-docs: the largest segment a build writes
 
 
 def open_near(folder: Path, store_mark: int | None = None) -> PersistentSpotSigsIndex:
@@ -98,7 +102,8 @@ def build_near(folder: Path, size: int) -> dict:
     index = open_near(folder / "near")  # an interrupted build goes on after its last whole segment
     chunks = [(c, min(CHUNK, size - c * CHUNK)) for c in range((size + CHUNK - 1) // CHUNK)
               if c * CHUNK > index.high_water_mark]
-    indexing, started_all = 0.0, time.perf_counter()
+    indexing, started_all, build_peak = 0.0, time.perf_counter(), 0
+    tracemalloc.start()  # numpy's buffers are traced: the writer's own peak, beside the chunk it was given
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = [pool.submit(generate, c, n, folder.parent) for c, n in chunks]
         for (c, n), made in zip(chunks, pending):
@@ -106,14 +111,20 @@ def build_near(folder: Path, size: int) -> dict:
                 offsets, spots, counts = arrays["offsets"], arrays["spots"], arrays["counts"]
             started = time.perf_counter()
             keys = np.arange(c * CHUNK, c * CHUNK + n, dtype=np.int64)
-            index.bulk_add_arrays(keys, (START_TIME + keys).astype(np.uint32), offsets, spots, counts)
+            given = (START_TIME + keys).astype(np.uint32)
+            tracemalloc.reset_peak()
+            held = tracemalloc.get_traced_memory()[0]
+            index.bulk_add_arrays(keys, given, offsets, spots, counts)
+            build_peak = max(build_peak, tracemalloc.get_traced_memory()[1] - held)
             indexing += time.perf_counter() - started
             del offsets, spots, counts
-            print(f"{size}: chunk {c} built, indexing {indexing:.0f} s, wall {time.perf_counter() - started_all:.0f} s",
-                  flush=True)
+            print(f"{size}: chunk {c} built, indexing {indexing:.0f} s, wall {time.perf_counter() - started_all:.0f} s, "
+                  f"writer's peak {build_peak / 1e6:.0f} MB", flush=True)
+    tracemalloc.stop()
     stats = index.stats()
     index.close()
     return {"build_s": round(indexing, 1), "build_wall_s": round(time.perf_counter() - started_all, 1),
+            "segment_docs": SEGMENT_DOCS, "writer_peak_bytes": build_peak,
             "segments": stats["segments"], "documents": stats["documents"], "bytes_on_disk": stats["bytes_on_disk"]}
 
 
@@ -141,6 +152,47 @@ def derive(root: Path, size: int, source: int, queries: int) -> None:
                                                       "documents": stats["documents"],
                                                       "bytes_on_disk": stats["bytes_on_disk"]}))
     build(root, size, queries)
+
+
+def crawl_tail(root: Path, size: int) -> None:
+    """``stories-size-crawl``: the store ``stories-size`` as a crawl's writer leaves it, not as a bulk build does:
+    every million but the last linked, the last fed in the writer's flushes (``flush_docs`` stories a segment, each
+    followed by a checkpoint's merges), so the small segments of the LSM tree's tail are searched too; the same
+    stories, so the filters and probes are linked."""
+    folder, origin = root / f"stories-{size}-crawl", root / f"stories-{size}"
+    manifest = json.loads((origin / "near" / "MANIFEST.json").read_text())
+    if not (folder / "near.json").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        (folder / "near").mkdir(parents=True)
+        for name in manifest["segments"][:-1]:
+            (folder / "near" / name).mkdir()
+            for file in (origin / "near" / name).iterdir():
+                os.link(file, folder / "near" / name / file.name)
+        (folder / "near" / "log-derived").write_bytes(b"")
+        last = (size - 1) // CHUNK
+        manifest.update(segments=manifest["segments"][:-1], log="log-derived", high_water_mark=last * CHUNK - 1)
+        (folder / "near" / "MANIFEST.json").write_text(json.dumps(manifest))
+        index = open_near(folder / "near", store_mark=last * CHUNK - 1)
+        with np.load(generate(last, size - last * CHUNK, root)) as arrays:
+            offsets, spots, counts = arrays["offsets"], arrays["spots"], arrays["counts"]
+        # The crawl's flush: WindowState leaves PersistentSpotSigsIndex's default.
+        flush = inspect.signature(PersistentSpotSigsIndex).parameters["flush_docs"].default
+        started = time.perf_counter()
+        for first in range(0, len(offsets) - 1, flush):
+            end = min(len(offsets) - 1, first + flush)
+            keys = np.arange(last * CHUNK + first, last * CHUNK + end, dtype=np.int64)
+            part = offsets[first:end + 1]
+            index.bulk_add_arrays(keys, (START_TIME + keys).astype(np.uint32), part - part[0],
+                                  spots[part[0]:part[-1]], counts[part[0]:part[-1]])
+        stats = index.stats()
+        sizes = [segment.size for segment in index.segments]
+        index.close()
+        for name in ("exact", "urls", "filters.json", "probes.json"):
+            os.symlink(origin / name, folder / name)
+        (folder / "near.json").write_text(json.dumps({
+            "derived_from": size, "last_million_fed_in_flushes_of": flush, "feeding_s": round(
+                time.perf_counter() - started, 1), "segments": stats["segments"], "segment_sizes": sizes,
+            "documents": stats["documents"], "bytes_on_disk": stats["bytes_on_disk"]}))
 
 
 def build_filters(folder: Path, size: int) -> dict:
@@ -342,26 +394,33 @@ def measure_today(root: Path, size: int, queries: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["build", "derive", "measure"])
+    parser.add_argument("what", choices=["build", "derive", "crawl-tail", "measure"])
     parser.add_argument("--source", type=int, default=10_000_000, help="derive: the build whose segments to link")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-data"))
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--recall-sample", type=int, default=20, help="probes checked against a brute-force scan")
     parser.add_argument("--today-limit", type=int, default=100_000, help="largest size today's rebuild is run at")
-    parser.add_argument("--probe-budget", type=int, default=None, help="postings a search path reads across "
-                        "the index, each segment its share (default: none, the lossless bound)")
-    parser.add_argument("--segment-docs", type=int, default=CHUNK, help="build: the largest segment, in stories "
-                        "(the crawl's state uses newsdedup.dedup.store_state.NEAR_SEGMENT_DOCS, 250,000)")
+    parser.add_argument("--probe-budget", type=int, default=NEAR_PROBE_BUDGET, help="postings a search path reads "
+                        "across the index, each segment its share (default: the crawl's, NEAR_PROBE_BUDGET; 0: none, "
+                        "the lossless bound)")
+    parser.add_argument("--segment-docs", type=int, default=NEAR_SEGMENT_DOCS, help="build: the largest segment, in "
+                        "stories (default: the crawl's, NEAR_SEGMENT_DOCS)")
+    parser.add_argument("--crawl-tail", action="store_true", help="measure: the stores as a crawl's writer leaves "
+                        "them (made by the crawl-tail command), not as built in bulk")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     global PROBE_BUDGET, SEGMENT_DOCS
-    PROBE_BUDGET, SEGMENT_DOCS = args.probe_budget, args.segment_docs
+    PROBE_BUDGET, SEGMENT_DOCS = args.probe_budget or None, args.segment_docs
     if args.child:
         kind, size = args.child[0], int(args.child[1])
-        result = measure(args.root / f"stories-{size}", size, args.queries, args.recall_sample) if kind == "persisted" else \
+        result = measure(args.root / f"stories-{size}{'-crawl' if args.crawl_tail else ''}", size, args.queries, args.recall_sample) if kind == "persisted" else \
             measure_empty(args.root) if kind == "empty" else measure_today(args.root, size, args.queries)
         print(json.dumps(result))
+        return
+    if args.what == "crawl-tail":
+        for size in sorted(args.sizes):
+            crawl_tail(args.root, size)
         return
     if args.what in ("build", "derive"):
         for size in sorted(args.sizes):
@@ -369,13 +428,13 @@ def main() -> None:
                 build(args.root, size, args.queries)
         return
     print(json.dumps({"load_average_before": os.getloadavg()}), flush=True)
-    common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample)]
-    if args.probe_budget:
-        common += ["--probe-budget", str(args.probe_budget)]
+    common = ["--root", str(args.root), "--queries", str(args.queries), "--recall-sample", str(args.recall_sample),
+              "--probe-budget", str(args.probe_budget), "--segment-docs", str(args.segment_docs)] + \
+        (["--crawl-tail"] if args.crawl_tail else [])
     empty = in_child(*common, "measure", "--child", "empty", "0", script=__file__)
     print(json.dumps({"size": 0, "persisted": empty}), flush=True)
     for size in sorted(args.sizes):
-        folder = args.root / f"stories-{size}"
+        folder = args.root / f"stories-{size}{'-crawl' if args.crawl_tail else ''}"
         row = {"size": size, "build": {**json.loads((folder / "near.json").read_text()),
                                        **json.loads((folder / "filters.json").read_text())}}
         row["persisted"] = in_child(*common, "measure", "--child", "persisted", str(size), script=__file__)

@@ -3,7 +3,13 @@ rollback to the store's row ids, torn logs and the retention window."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -81,6 +87,25 @@ def open_index(path, **kwargs) -> PersistentSpotSigsIndex:
     kwargs.setdefault("max_segment_docs", 200)
     return PersistentSpotSigsIndex(path, tau=TAU, min_signatures=MIN_SIGNATURES, min_containment=CONTAINMENT,
                                    **kwargs)
+
+
+def killed_when(script: str, ready, timeout: float = 120.0) -> bool:
+    """Run ``script`` in a child Python and ``kill -9`` it as soon as ``ready()`` holds (or at ``timeout``);
+    whether it held."""
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and child.poll() is None:
+            try:
+                if ready():
+                    return True
+            except (OSError, ValueError):  # a file caught mid-replace: look again
+                pass
+            time.sleep(0.01)
+        return False
+    finally:
+        os.kill(child.pid, signal.SIGKILL) if child.poll() is None else None
+        child.wait()
 
 
 def test_tokens_turn_multiset_overlap_into_set_overlap():
@@ -246,12 +271,7 @@ def test_pairs_exactly_at_the_thresholds_through_their_most_frequent_spots(tmp_p
 
 def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
     """kill -9 while a process adds documents: reopening keeps every complete record and nothing else."""
-    import os
-    import signal
-    import subprocess
-    import sys
     import textwrap
-    import time
 
     script = textwrap.dedent(f"""
         import random, sys
@@ -263,19 +283,11 @@ def test_a_writer_killed_mid_write_reopens_to_what_it_logged(tmp_path):
         for key in range(100_000):
             index.add(key, corpus.next(), time=7)
     """)
-    child = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 120
-        logs = []
-        while time.monotonic() < deadline:  # wait until it has logged a few hundred records
-            logs = [path for path in (tmp_path / "near").glob("log-*")] if (tmp_path / "near").exists() else []
-            if logs and logs[0].stat().st_size > 200_000:
-                break
-            time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
-    assert logs, "the writer never logged"
+    def logged() -> bool:  # a few hundred records
+        logs = list((tmp_path / "near").glob("log-*")) if (tmp_path / "near").exists() else []
+        return bool(logs) and logs[0].stat().st_size > 200_000
+
+    assert killed_when(script, logged), "the writer never logged"
     reopened = open_index(tmp_path / "near")
     written = reopened.high_water_mark
     assert written > 100
@@ -494,3 +506,106 @@ def test_a_segment_built_a_chunk_at_a_time_equals_one_built_in_one_piece(tmp_pat
             got = np.load(segment.folder / f"{name}.npy")
             assert got.dtype == values.dtype, name
             assert np.array_equal(got, values), name
+
+
+def test_background_merges_keep_every_decision_and_carry_changes_made_while_they_run(tmp_path):
+    """A merge built in a thread: the index answers from the segments it merges meanwhile; touches, discards and
+    the window's start that happen before the merged segment is swapped in are carried into it."""
+    corpus = Corpus(seed=23)
+    index = open_index(tmp_path / "near", flush_docs=30, max_segment_docs=240, background_merges=True,
+                       auto_checkpoint=False)
+    stored: dict[int, Counter] = {}
+    times: dict[int, int] = {}
+    rng = random.Random(5)
+    started = swapped = 0
+    for key in range(900):
+        doc = corpus.next()
+        if key % 4 == 0 and stored:
+            window = {k: d for k, d in stored.items() if times[k] >= index.window_start}
+            assert searched(index, doc) == brute_force(window, doc), key
+        if index.add(key, doc, time=1_000 + key):
+            stored[key], times[key] = doc, 1_000 + key
+        if index._merge is not None:  # changes while a merge is planned or running
+            inputs = {k for segment in index._merge.plan.inputs for k in np.asarray(segment.keys).tolist()}
+            chosen = sorted(inputs & stored.keys())
+            if chosen:
+                touched, gone = rng.choice(chosen), rng.choice(chosen)
+                index.touch(touched, time=5_000 + key, row=key)
+                times[touched] = 5_000 + key
+                if gone != touched:
+                    index.discard(gone, row=key)
+                    del stored[gone]
+        if key == 600:
+            index.expire(1_300)
+        before = index._merge
+        if index.needs_checkpoint:
+            index.checkpoint()
+            started += index._merge is not None and index._merge is not before
+            swapped += before is not None and index._merge is not before
+    index.checkpoint(wait=True)
+    assert index._merge is None and started >= 5 and swapped >= 4, (started, swapped)
+    window = {k: d for k, d in stored.items() if times[k] >= 1_300}
+    assert index.documents() == {k: times[k] for k in window}
+    for doc in corpus.docs[::7]:
+        assert searched(index, doc) == brute_force(window, doc)
+    index.close()
+    reopened = open_index(tmp_path / "near", max_segment_docs=240)
+    assert reopened.documents() == {k: times[k] for k in window}
+    assert sorted(p.name for p in (tmp_path / "near").iterdir() if p.name.startswith("seg")) == \
+        sorted(segment.name for segment in reopened.segments)  # no merge's files left behind
+
+
+def test_closing_during_a_background_merge_leaves_the_state_as_published(tmp_path):
+    corpus = Corpus(seed=29)
+    index = open_index(tmp_path / "near", flush_docs=50, max_segment_docs=1_000, background_merges=True,
+                       auto_checkpoint=False)
+    docs = {}
+    for key in range(400):
+        doc = corpus.next()
+        if index.add(key, doc, time=key + 1):
+            docs[key] = doc
+        if index.needs_checkpoint:
+            index.checkpoint()
+    assert index._merge is not None
+    index.close()  # the running merge is cancelled or finished, and not published
+    reopened = open_index(tmp_path / "near", max_segment_docs=1_000)
+    assert reopened.documents() == {key: key + 1 for key in docs}
+    assert not [p for p in (tmp_path / "near").iterdir() if p.name.endswith(".tmp")]
+    for doc in corpus.docs[::9]:
+        assert searched(reopened, doc) == brute_force(docs, doc)
+
+
+def test_a_writer_killed_during_a_background_merge_reopens_to_what_it_committed(tmp_path):
+    """kill -9 while a merge is being built in its thread: the half-built segment is removed on open and the
+    state holds every document the log or a published segment holds."""
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_spotsigs_disk import Corpus, open_index
+        from newsdedup.dedup import spotsigs_disk
+        spotsigs_disk._BUILD_CHUNK_SPOTS = 40  # slow builds: a merge is under way most of the time
+        corpus = Corpus(seed=17)
+        index = open_index({str(tmp_path / "near")!r}, flush_docs=100, max_segment_docs=100_000,
+                           background_merges=True)
+        for key in range(100_000):
+            index.add(key, corpus.next(), time=7)
+    """)
+    folder = tmp_path / "near"
+
+    def building() -> bool:  # a few merges published, and one being built
+        manifest = folder / "MANIFEST.json"
+        published = manifest.exists() and json.loads(manifest.read_text())["next_segment"] > 30
+        return published and bool(list(folder.glob("seg-*.tmp")))
+
+    assert killed_when(script, building), "no merge was caught being built"
+    reopened = open_index(folder)
+    assert not list(folder.glob("*.tmp"))
+    written = reopened.high_water_mark
+    corpus = Corpus(seed=17)
+    docs = [corpus.next() for _ in range(written + 1)]
+    stored = {key: doc for key, doc in enumerate(docs) if doc.total() >= MIN_SIGNATURES}
+    assert written > 300 and len(reopened) == len(stored)
+    for doc in docs[::11]:
+        assert searched(reopened, doc) == brute_force(stored, doc)

@@ -64,8 +64,12 @@ Retention
     :meth:`touch` raises a document's time when its story gets a new copy, as the store's
     ``clusters.last_fetched_at`` does.
 
-Segments merge like an LSM tree (a segment merges with the one before it when that one is at most twice as
-large, up to ``max_segment_docs``), so a document is rewritten O(log n) times and a query visits few segments.
+Segments merge like an LSM tree (the newest segments merge while each older one is at most twice the newer ones
+together, up to ``max_segment_docs``), so a document is rewritten O(log n) times and a query visits few segments.
+A segment is written a chunk of documents at a time (two passes and a counting sort into memory-mapped files), so
+writing one of a million stories holds ~1.3 GB, not every token's sort keys. With ``background_merges`` a merge is
+built in a thread while the index answers from the segments it merges; a later checkpoint swaps it in, carrying
+over what changed in them meanwhile (touches, discards), so a writer never waits a minute for a large merge.
 
 >>> import tempfile
 >>> from collections import Counter
@@ -88,8 +92,10 @@ import json
 import os
 import shutil
 import struct
+import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -263,6 +269,10 @@ def _kept_chunks(docs: _Docs, kept: np.ndarray) -> Iterator[_Docs]:
         first = last
 
 
+class MergeCancelled(Exception):
+    """A segment build stopped because its merge was abandoned (the index is closing)."""
+
+
 def _counted_union(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct values and summed counts of several sorted (values, counts) runs (a stable sort of the
     concatenation is a merge of the runs)."""
@@ -277,7 +287,7 @@ def _counted_union(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 
 
 def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spots: int, tau: float,
-                   min_containment: float) -> None:
+                   min_containment: float, cancelled: threading.Event | None = None) -> None:
     """Write a segment of the documents in ``chunks`` (``documents`` of them, ``spots`` distinct spots in all,
     keys ascending across chunks) into ``folder`` (created; the caller renames it into place).
 
@@ -286,7 +296,12 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     list's cursor (counting sort: documents ascend within a list because chunks come in key order) and keeps the
     prefix postings of each document, which a third step places the same way. RAM: ~4 bytes a token of the
     segment for the prefix postings (in temporary files), ~30 bytes a distinct token, and one chunk's arrays.
+    ``cancelled``: raise :class:`MergeCancelled` at the next chunk once it is set.
     """
+    def check() -> None:
+        if cancelled is not None and cancelled.is_set():
+            raise MergeCancelled
+
     folder.mkdir(parents=True)
 
     def output(name: str, dtype, length: int) -> np.ndarray:
@@ -301,6 +316,7 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     doc, spot = 0, 0
     spot_offsets[0] = 0
     for chunk in chunks:
+        check()
         n, size = len(chunk.keys), len(chunk.spots)
         keys[doc:doc + n], times[doc:doc + n] = chunk.keys, chunk.times
         spot_offsets[doc + 1:doc + n + 1] = chunk.spot_offsets[1:] + spot
@@ -330,6 +346,7 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     prefix_counts = np.zeros(len(distinct), dtype=np.int64)
     prefix_parts: list[Path] = []
     for first in range(0, documents, _chunk_docs(lengths)):
+        check()
         last = min(documents, first + _chunk_docs(lengths))
         start, end = int(spot_offsets[first]), int(spot_offsets[last])
         doc_lengths = lengths[first:last].astype(np.int64)
@@ -654,6 +671,64 @@ class _Query:
         return hits
 
 
+class _MergePlan:
+    """Segments to be rewritten as one (consecutive in the index's list), keeping the documents ``masks`` select."""
+
+    def __init__(self, index: PersistentSpotSigsIndex, inputs: list[_Segment], masks: list[np.ndarray]) -> None:
+        self.index, self.inputs, self.masks = index, inputs, masks
+        self.name = index._new_name("seg") if any(mask.any() for mask in masks) else None
+        self.cancelled = threading.Event()
+
+    def build(self) -> _Segment | None:
+        if self.name is None:
+            return None
+        return self.index._write_segment(*(segment.chunks(mask) for segment, mask in zip(self.inputs, self.masks)),
+                                         name=self.name, cancelled=self.cancelled)
+
+    def run(self) -> _RunningMerge:
+        done: Future = Future()
+        done.set_result(self.build())
+        return _RunningMerge(self, done)
+
+    def start(self, thread: ThreadPoolExecutor) -> _RunningMerge:
+        return _RunningMerge(self, thread.submit(self.build))
+
+
+class _RunningMerge:
+    """A merge being built (in a thread) while the index answers from its inputs."""
+
+    def __init__(self, plan: _MergePlan, future: Future) -> None:
+        self.plan, self.future = plan, future
+
+    def swapped_into(self, segments: list[_Segment]) -> list[_Segment]:
+        """``segments`` with the inputs replaced by the merged segment; what changed in the inputs while it was
+        built (times raised by a touch, documents discarded, times set anew) is carried over."""
+        merged = self.future.result()  # a failed build raises here (e.g. OSError: disk full), in the caller
+        inputs = self.plan.inputs
+        at = next(number for number, segment in enumerate(segments) if segment is inputs[0])
+        if segments[at:at + len(inputs)] != inputs:
+            raise RuntimeError("segments changed under a running merge")
+        window_start = self.plan.index.window_start
+        if any((s.visible(window_start) & ~mask).any() for s, mask in zip(inputs, self.plan.masks)):
+            self.abandon()  # a touch brought back a document the merge left out as expired: planned again later
+            return segments
+        if merged is not None:
+            merged.times = np.concatenate([s.times[mask] for s, mask in zip(inputs, self.plan.masks)])
+            merged.deleted = np.concatenate([s.deleted[mask] for s, mask in zip(inputs, self.plan.masks)])
+            merged.dirty = True
+        return segments[:at] + ([merged] if merged is not None else []) + segments[at + len(inputs):]
+
+    def abandon(self) -> None:
+        self.plan.cancelled.set()  # the build stops at its next chunk
+        try:
+            merged = self.future.result()
+        except Exception:  # noqa: BLE001 - its files are gone either way (removed on failure)
+            return
+        if merged is not None:
+            merged.close()
+            shutil.rmtree(merged.folder, ignore_errors=True)
+
+
 class PersistentSpotSigsIndex:
     """Exact SpotSigs search over memory-mapped segments plus an in-memory delta (see the module docstring).
 
@@ -668,6 +743,8 @@ class PersistentSpotSigsIndex:
     query's rarest ones, which a near-duplicate almost always does (the benchmark measures the recall against brute
     force; short texts whose spots are all frequent are the ones a small budget misses); every hit is still
     verified exactly.
+    ``background_merges``: a checkpoint starts merges in a thread and swaps a finished one in at a later checkpoint
+    (``checkpoint(wait=True)`` waits for it); :meth:`close` cancels one still running (planned again next time).
     """
 
     def __init__(self, path: str | Path, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
@@ -675,7 +752,7 @@ class PersistentSpotSigsIndex:
                  min_containment: float = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
                  flush_docs: int = 20_000, max_segment_docs: int = 1_000_000,
                  store_mark: int | None = None, auto_checkpoint: bool = True,
-                 probe_budget: int | None = None) -> None:
+                 probe_budget: int | None = None, background_merges: bool = False) -> None:
         if probe_budget is not None and (isinstance(probe_budget, bool) or not isinstance(probe_budget, int)
                                          or probe_budget < 1):
             raise ValueError(f"probe_budget must be a positive int or None, got {probe_budget!r}")
@@ -690,6 +767,10 @@ class PersistentSpotSigsIndex:
         self.min_signatures = min_signatures
         self.flush_docs, self.max_segment_docs = flush_docs, max_segment_docs
         self.auto_checkpoint = auto_checkpoint
+        self.background_merges = background_merges
+        self._merge: _RunningMerge | None = None
+        self._merge_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spotsigs-merge") \
+            if background_merges else None
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.window_start = 0
@@ -973,17 +1054,31 @@ class PersistentSpotSigsIndex:
         """The delta holds ``flush_docs`` documents: time to write it as a segment (see :meth:`checkpoint`)."""
         return len(self._delta_docs) >= self.flush_docs
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, wait: bool = False) -> None:
         """Write the delta as a segment, merge and compact segments, start a new log (all atomic).
 
-        Call it only when the store has committed every row up to :attr:`high_water_mark`.
+        Call it only when the store has committed every row up to :attr:`high_water_mark`. With
+        ``background_merges``, a merge runs in a thread while the index keeps answering from the segments it
+        merges; a later checkpoint swaps its segment in (``wait``: wait for a running merge and swap it in now,
+        starting no other, as at a crawl's end).
         """
         new_segments = list(self.segments)
+        if self._merge is not None and (wait or self._merge.future.done()):
+            new_segments = self._merge.swapped_into(new_segments)
+            self._merge = None
         if self._delta_docs:
             new_segments.append(self._write_segment(self._delta_as_docs().chunked()))
-        new_segments = self._merged(new_segments)
+        if not self.background_merges:
+            while (plan := self._merge_plan(new_segments)) is not None:
+                new_segments = plan.run().swapped_into(new_segments)
+                for segment in plan.inputs:
+                    if segment not in self.segments:  # written in this checkpoint, already merged: never published
+                        segment.close()
+                        shutil.rmtree(segment.folder, ignore_errors=True)
+        elif self._merge is None and not wait and (plan := self._merge_plan(new_segments)) is not None:
+            self._merge = plan.start(self._merge_thread)
         for segment in new_segments:
-            if segment.dirty and segment in self.segments:
+            if segment.dirty:
                 segment.save_mutable()
         old_log = self._log_path
         self._log.close()
@@ -1014,45 +1109,39 @@ class PersistentSpotSigsIndex:
         np.cumsum(sizes, out=offsets[1:])
         return _Docs(keys, times, offsets, spots[order], counts[order])
 
-    def _write_segment(self, *sources: _Chunks) -> _Segment:
-        """A new segment of the documents of ``sources``, in their order."""
-        name = self._new_name("seg")
+    def _write_segment(self, *sources: _Chunks, name: str | None = None,
+                       cancelled: threading.Event | None = None) -> _Segment:
+        """A new segment of the documents of ``sources``, in their order (``cancelled``: stop between chunks)."""
+        name = name or self._new_name("seg")
         temporary = self.path / f"{name}.tmp"
-        _build_segment(temporary, chain.from_iterable(source.chunks for source in sources),
-                       documents=sum(source.documents for source in sources),
-                       spots=sum(source.spots for source in sources), tau=self.tau,
-                       min_containment=self.min_containment)
+        try:
+            _build_segment(temporary, chain.from_iterable(source.chunks for source in sources), cancelled=cancelled,
+                           documents=sum(source.documents for source in sources),
+                           spots=sum(source.spots for source in sources), tau=self.tau,
+                           min_containment=self.min_containment)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
         os.replace(temporary, self.path / name)
         return _Segment(self.path / name)
 
-    def _merged(self, segments: list[_Segment]) -> list[_Segment]:
-        """Merge the newest segments while the one before is at most twice as large (LSM), and rewrite any
-        segment less than half visible (expired or deleted documents)."""
-        live = [int(segment.visible(self.window_start).sum()) for segment in segments]
-        result: list[_Segment] = []
-        for segment, count in zip(segments, live):
+    def _merge_plan(self, segments: list[_Segment]) -> _MergePlan | None:
+        """The next rewrite the segments need, or None: a segment less than half visible (expired or deleted
+        documents) is rewritten alone (dropped when nothing is visible); otherwise the newest segments merge while
+        each older one is at most twice the newer ones together (an LSM tree: a document is rewritten O(log n)
+        times), up to ``max_segment_docs``."""
+        visible = [segment.visible(self.window_start) for segment in segments]
+        live = [int(mask.sum()) for mask in visible]
+        for number, (segment, count) in enumerate(zip(segments, live)):
             if count < segment.size / 2:
-                rewritten = self._write_segment(segment.chunks(segment.visible(self.window_start))) if count else None
-                self._retire_unpublished(segment)
-                segment = rewritten
-            if segment is not None:
-                result.append(segment)
-        while len(result) >= 2:
-            older, newer = result[-2], result[-1]
-            sizes = [int(s.visible(self.window_start).sum()) for s in (older, newer)]
-            if sizes[0] > 2 * sizes[1] or sum(sizes) > self.max_segment_docs:
-                break
-            merged = self._write_segment(*(s.chunks(s.visible(self.window_start)) for s in (older, newer)))
-            for segment in (older, newer):
-                self._retire_unpublished(segment)
-            result[-2:] = [merged]
-        return result
-
-    def _retire_unpublished(self, segment: _Segment) -> None:
-        """Remove a segment written during this checkpoint and already replaced (never in a manifest)."""
-        if segment not in self.segments:
-            segment.close()
-            shutil.rmtree(segment.folder, ignore_errors=True)
+                return _MergePlan(self, [segment], [visible[number]])
+        first, together = len(segments) - 1, live[-1] if live else 0
+        while first >= 1 and live[first - 1] <= 2 * together and live[first - 1] + together <= self.max_segment_docs:
+            first -= 1
+            together += live[first]
+        if first >= len(segments) - 1:
+            return None
+        return _MergePlan(self, segments[first:], visible[first:])
 
     def sync_log(self) -> None:
         """Make the log durable (fsync): what it holds survives a power cut too, not only ``kill -9``."""
@@ -1061,6 +1150,11 @@ class PersistentSpotSigsIndex:
             os.fsync(self._log.fileno())
 
     def close(self) -> None:
+        if self._merge is not None:  # not swapped in: its files go, and the next open plans it again
+            self._merge.abandon()
+            self._merge = None
+        if self._merge_thread is not None:
+            self._merge_thread.shutdown()
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -66,9 +66,11 @@ DAY = 86_400
 #: crash, and catches up); always when the crawl closes.
 SAVE_EVERY = 10.0
 CHUNK_ROWS = 100_000  # rows taken in at a time
-#: The near index's largest segment. Writing a segment of n stories holds about 6 KB a story in memory (1,000,000:
-#: ~6 GB, too much beside a crawl on a shared machine); a query visits one more segment per this many stories.
-NEAR_SEGMENT_DOCS = 250_000
+#: The near index's largest segment: a query visits one more segment per this many stories (at 10,000,000 stories,
+#: 40 segments of 250,000 gave a CPU p99 of 41 ms, 10 of 1,000,000 gave 12.9 ms). A segment is built a chunk at a
+#: time: a million stories hold ~1.3 GB while it is written (docs/performance.md). Merges run in a thread
+#: (``background_merges``), so the writer never waits for one: a 1,000,000-story merge takes ~80-90 s here.
+NEAR_SEGMENT_DOCS = 1_000_000
 #: Postings a near-duplicate search path reads across the persisted index, rarest spots first (PersistentSpotSigsIndex's
 #: ``probe_budget``). It binds only on a large window (millions of stories), where it cuts a decision's tail (at
 #: 10,000,000 stories in segments of a million: CPU p99 73.6 -> 12.9 ms). A near duplicate shares rare spots with
@@ -314,7 +316,7 @@ class WindowState(_FolderState):
                                        min_signatures=settings["min_signatures"],
                                        min_containment=settings["min_containment"], store_mark=store_mark,
                                        max_segment_docs=NEAR_SEGMENT_DOCS, auto_checkpoint=False,
-                                       probe_budget=NEAR_PROBE_BUDGET)
+                                       probe_budget=NEAR_PROBE_BUDGET, background_merges=True)
 
     def _load(self, store_marks: dict[str, int]) -> None:
         self.exact = PersistedBloomFilter.open(self.folder / "exact", store_marks=store_marks)
@@ -423,9 +425,10 @@ class WindowState(_FolderState):
                 self.near.sync_log()  # its log holds what the last checkpoint does not: on disk before the marks
 
     def checkpoint(self) -> None:
-        """At the crawl's end: everything saved, the near index's log written into its segments."""
+        """At the crawl's end: everything saved, the near index's log written into its segments (a merge still
+        running is waited for and swapped in, so every run makes progress however short it is)."""
         if self.near is not None:
-            self.near.checkpoint()
+            self.near.checkpoint(wait=True)
         self.save()
 
     def close(self) -> None:
