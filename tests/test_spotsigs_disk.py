@@ -609,3 +609,20 @@ def test_a_writer_killed_during_a_background_merge_reopens_to_what_it_committed(
     assert written > 300 and len(reopened) == len(stored)
     for doc in docs[::11]:
         assert searched(reopened, doc) == brute_force(stored, doc)
+
+
+def test_merges_fill_segments_and_keep_the_partial_ones_few(tmp_path):
+    """A crawl's writer flushes a few documents at a time (the crawl: 20,000 into segments of 1,000,000; here 10 into
+    400); its segments still end up full, with at most two partial ones (the newest flush included), so a query
+    visits few segments."""
+    corpus = Corpus(seed=31)
+    index = open_index(tmp_path / "near", flush_docs=10, max_segment_docs=400)
+    most_partial = 0
+    for key in range(3_000):
+        index.add(key, corpus.next(), time=1)
+        sizes = [segment.size for segment in index.segments]
+        partial = [size for size in sizes if size < 400 - 10]
+        assert len(partial) <= 2 and all(size < 2 * 400 for size in sizes), sizes
+        assert sizes[:len(sizes) - len(partial)] == [size for size in sizes if size >= 390], sizes  # full ones first
+        most_partial = max(most_partial, len(partial))
+    assert most_partial == 2 and len(index.segments) <= len(index) // 390 + 2

@@ -64,8 +64,9 @@ Retention
     :meth:`touch` raises a document's time when its story gets a new copy, as the store's
     ``clusters.last_fetched_at`` does.
 
-Segments merge like an LSM tree (the newest segments merge while each older one is at most twice the newer ones
-together, up to ``max_segment_docs``), so a document is rewritten O(log n) times and a query visits few segments.
+Segments merge like an LSM tree: the newest merge while each older one is at most ``_MERGE_RATIO`` times the newer
+ones together, and the partial segments merge into a full one as soon as they hold ``max_segment_docs`` together,
+so a document is rewritten a few times and a query visits few segments.
 A segment is written a chunk of documents at a time (two passes and a counting sort into memory-mapped files), so
 writing one of a million stories holds ~1.3 GB, not every token's sort keys. With ``background_merges`` a merge is
 built in a thread while the index answers from the segments it merges; a later checkpoint swaps it in, carrying
@@ -123,6 +124,10 @@ _MAX_KEY = (1 << 63) - 1
 PREFIX_EXTENSION = 3
 _POSITION_CAP = 65535
 _MAX_SEGMENT_DOCS = (1 << 24) - 1  # document numbers and query positions are packed into 24 bits each
+#: How much larger an older segment may be than the newer ones together and still merge with them: 8 keeps at most
+#: two partial segments, the newest flush included (fewer segments for a query to visit), for about eight rewrites
+#: of each story, ~0.8 ms of a background thread's CPU a story (2 would allow five, for four rewrites).
+_MERGE_RATIO = 8
 _MAX_QUERY_LENGTH = (1 << 24) - 1  # prefix positions are uint16; a larger one is stored as the cap (a spare candidate at worst)
 
 # Log records: kind, row id, key, time, number of spots; then spots (uint64) and counts (uint32); then CRC32.
@@ -760,8 +765,8 @@ class PersistentSpotSigsIndex:
         self.tau = SpotSigsIndex._check_tau(tau)
         if not 0.0 < min_containment <= 1.0:
             raise ValueError(f"min_containment must be in (0, 1], got {min_containment!r}")
-        if flush_docs < 1 or not flush_docs <= max_segment_docs <= _MAX_SEGMENT_DOCS:
-            raise ValueError(f"need 1 <= flush_docs <= max_segment_docs <= {_MAX_SEGMENT_DOCS}, got {flush_docs} "
+        if flush_docs < 1 or not flush_docs <= max_segment_docs <= _MAX_SEGMENT_DOCS // 2:
+            raise ValueError(f"need 1 <= flush_docs <= max_segment_docs <= {_MAX_SEGMENT_DOCS // 2}, got {flush_docs} "
                              f"and {max_segment_docs}")
         self.min_containment = float(min_containment)
         self.min_signatures = min_signatures
@@ -1064,8 +1069,8 @@ class PersistentSpotSigsIndex:
         """
         new_segments = list(self.segments)
         if self._merge is not None and (wait or self._merge.future.done()):
-            new_segments = self._merge.swapped_into(new_segments)
-            self._merge = None
+            merge, self._merge = self._merge, None  # a failed build raises once; the next checkpoint plans again
+            new_segments = merge.swapped_into(new_segments)
         if self._delta_docs:
             new_segments.append(self._write_segment(self._delta_as_docs().chunked()))
         if not self.background_merges:
@@ -1126,20 +1131,32 @@ class PersistentSpotSigsIndex:
         return _Segment(self.path / name)
 
     def _merge_plan(self, segments: list[_Segment]) -> _MergePlan | None:
-        """The next rewrite the segments need, or None: a segment less than half visible (expired or deleted
-        documents) is rewritten alone (dropped when nothing is visible); otherwise the newest segments merge while
-        each older one is at most twice the newer ones together (an LSM tree: a document is rewritten O(log n)
-        times), up to ``max_segment_docs``."""
+        """The next rewrite the segments need, or None.
+
+        A segment less than half visible (expired or deleted documents) is rewritten alone (dropped when nothing is
+        visible). The segments after the last full one (``max_segment_docs`` visible, less one flush) are merged into
+        one as soon as they hold ``max_segment_docs`` together, so a full segment holds about that many, never a
+        fraction of it. Until then the newest of them merge while each older one is at most ``_MERGE_RATIO`` times the newer
+        ones together (an LSM tree): at most two partial segments, the newest flush included (one more for each flush
+        written while a background merge runs), each story rewritten about eight times in all (docs/performance.md).
+        """
         visible = [segment.visible(self.window_start) for segment in segments]
         live = [int(mask.sum()) for mask in visible]
         for number, (segment, count) in enumerate(zip(segments, live)):
             if count < segment.size / 2:
                 return _MergePlan(self, [segment], [visible[number]])
-        first, together = len(segments) - 1, live[-1] if live else 0
-        while first >= 1 and live[first - 1] <= 2 * together and live[first - 1] + together <= self.max_segment_docs:
+        full = self.max_segment_docs - self.flush_docs  # a segment written whole (bulk) is full, less its short texts
+        start = max((number + 1 for number, count in enumerate(live) if count >= full), default=0)
+        end = len(segments)
+        if end - start >= 2 and sum(live[start:]) >= self.max_segment_docs:
+            while sum(live[start:end]) > 2 * self.max_segment_docs and end - start > 2:
+                end -= 1  # a flush larger than a segment (a late checkpoint): it stays a segment of its own
+            return _MergePlan(self, segments[start:end], visible[start:end])
+        first, together = end - 1, live[-1] if live else 0
+        while first > start and live[first - 1] <= _MERGE_RATIO * together:
             first -= 1
             together += live[first]
-        if first >= len(segments) - 1:
+        if first >= end - 1:
             return None
         return _MergePlan(self, segments[first:], visible[first:])
 
