@@ -21,6 +21,12 @@ pass and a warm second pass, CPU time beside wall time (the machine is shared), 
 of probes a brute-force scan of every stored multiset at the same thresholds, against the index's hits (each
 hit verified exactly by the scan). ``today``: :class:`SpotSigsIndex` and :class:`BoundedBloomFilter` rebuilt
 from the same documents as a crawl start rebuilds them from the store today, up to ``--today-limit``.
+
+Builds and measurements use the crawl's segment size and probe budget (``NEAR_SEGMENT_DOCS``,
+``NEAR_PROBE_BUDGET``) unless ``--segment-docs`` / ``--probe-budget`` say otherwise (``--probe-budget 0``: the
+lossless search). ``crawl-tail`` writes ``ROOT/stories-N-crawl/``: the store as a crawl's writer leaves it (the
+last million fed in the writer's flushes, each followed by its checkpoint's merges), measured with
+``measure --crawl-tail``.
 """
 
 from __future__ import annotations
