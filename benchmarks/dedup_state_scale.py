@@ -142,15 +142,7 @@ def derive(root: Path, size: int, source: int, queries: int) -> None:
     manifest = json.loads((origin / "MANIFEST.json").read_text())
     (folder / "near").mkdir(parents=True, exist_ok=True)
     if not (folder / "near" / "MANIFEST.json").exists():
-        segments = manifest["segments"][: size // CHUNK]
-        for name in segments:
-            (folder / "near" / name).mkdir()
-            for file in (origin / name).iterdir():  # immutable arrays; the mutable ones are replaced on save
-                os.link(file, folder / "near" / name / file.name)
-        (folder / "near" / "log-derived").write_bytes(b"")
-        manifest.update(segments=segments, log="log-derived", high_water_mark=size - 1)
-        (folder / "near" / "MANIFEST.json").write_text(json.dumps(manifest))
-        index = open_near(folder / "near", store_mark=size - 1)
+        index = linked_near(origin, folder / "near", manifest["segments"][: size // CHUNK], size - 1)
         assert len(index) > 0.99 * size, len(index)
         stats = index.stats()
         index.close()
@@ -158,6 +150,20 @@ def derive(root: Path, size: int, source: int, queries: int) -> None:
                                                       "documents": stats["documents"],
                                                       "bytes_on_disk": stats["bytes_on_disk"]}))
     build(root, size, queries)
+
+
+def linked_near(origin: Path, near: Path, segments: list[str], high_water_mark: int) -> PersistentSpotSigsIndex:
+    """A near index in ``near`` made of the segments ``segments`` of the index in ``origin``, linked, not copied
+    (immutable arrays; the mutable ones are replaced on save), holding the rows up to ``high_water_mark``."""
+    manifest = json.loads((origin / "MANIFEST.json").read_text())
+    for name in segments:
+        (near / name).mkdir()
+        for file in (origin / name).iterdir():
+            os.link(file, near / name / file.name)
+    (near / "log-derived").write_bytes(b"")
+    manifest.update(segments=segments, log="log-derived", high_water_mark=high_water_mark)
+    (near / "MANIFEST.json").write_text(json.dumps(manifest))
+    return open_near(near, store_mark=high_water_mark)
 
 
 def crawl_tail(root: Path, size: int) -> None:
@@ -170,15 +176,8 @@ def crawl_tail(root: Path, size: int) -> None:
     if not (folder / "near.json").exists():
         shutil.rmtree(folder, ignore_errors=True)
         (folder / "near").mkdir(parents=True)
-        for name in manifest["segments"][:-1]:
-            (folder / "near" / name).mkdir()
-            for file in (origin / "near" / name).iterdir():
-                os.link(file, folder / "near" / name / file.name)
-        (folder / "near" / "log-derived").write_bytes(b"")
         last = (size - 1) // CHUNK
-        manifest.update(segments=manifest["segments"][:-1], log="log-derived", high_water_mark=last * CHUNK - 1)
-        (folder / "near" / "MANIFEST.json").write_text(json.dumps(manifest))
-        index = open_near(folder / "near", store_mark=last * CHUNK - 1)
+        index = linked_near(origin / "near", folder / "near", manifest["segments"][:-1], last * CHUNK - 1)
         with np.load(generate(last, size - last * CHUNK, root)) as arrays:
             offsets, spots, counts = arrays["offsets"], arrays["spots"], arrays["counts"]
         # The crawl's flush: WindowState leaves PersistentSpotSigsIndex's default.

@@ -240,7 +240,11 @@ class _Docs:
     counts: np.ndarray  # uint32
 
     def chunked(self) -> _Chunks:
-        return _Chunks(len(self.keys), len(self.spots), _kept_chunks(self, np.ones(len(self.keys), dtype=bool)))
+        return self.selected(np.ones(len(self.keys), dtype=bool))
+
+    def selected(self, kept: np.ndarray) -> _Chunks:
+        """The documents ``kept`` selects, to build a segment from, a chunk at a time."""
+        return _Chunks(int(kept.sum()), int(np.diff(self.spot_offsets)[kept].sum()), _kept_chunks(self, kept))
 
 
 @dataclass
@@ -326,7 +330,7 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
         keys[doc:doc + n], times[doc:doc + n] = chunk.keys, chunk.times
         spot_offsets[doc + 1:doc + n + 1] = chunk.spot_offsets[1:] + spot
         spot_values[spot:spot + size], spot_counts[spot:spot + size] = chunk.spots, chunk.counts
-        lengths[doc:doc + n] = _lengths(chunk)
+        lengths[doc:doc + n] = _lengths(chunk.spot_offsets, chunk.counts)
         runs.append(np.unique(spot_tokens(chunk.spots.astype(np.uint64), chunk.counts.astype(np.uint32)),
                               return_counts=True))
         while len(runs) >= 2 and len(runs[-2][0]) <= 2 * len(runs[-1][0]):
@@ -350,9 +354,10 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     cursor = full_offsets[:-1].copy()
     prefix_counts = np.zeros(len(distinct), dtype=np.int64)
     prefix_parts: list[Path] = []
-    for first in range(0, documents, _chunk_docs(lengths)):
+    chunk_docs = _chunk_docs(lengths)
+    for first in range(0, documents, chunk_docs):
         check()
-        last = min(documents, first + _chunk_docs(lengths))
+        last = min(documents, first + chunk_docs)
         start, end = int(spot_offsets[first]), int(spot_offsets[last])
         doc_lengths = lengths[first:last].astype(np.int64)
         tokens = spot_tokens(np.asarray(spot_values[start:end]), np.asarray(spot_counts[start:end]))
@@ -398,11 +403,11 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     fsync_folder(folder, files=True)
 
 
-def _lengths(docs: _Docs) -> np.ndarray:
-    """Each document's number of spot occurrences."""
-    lengths = np.zeros(len(docs.keys), dtype=np.int64)
-    nonempty = np.diff(docs.spot_offsets) > 0
-    lengths[nonempty] = np.add.reduceat(docs.counts.astype(np.int64), docs.spot_offsets[:-1][nonempty])
+def _lengths(spot_offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each document's number of spot occurrences (documents ``spot_offsets[i]:spot_offsets[i + 1]``)."""
+    lengths = np.zeros(len(spot_offsets) - 1, dtype=np.int64)
+    nonempty = np.diff(spot_offsets) > 0
+    lengths[nonempty] = np.add.reduceat(counts.astype(np.int64), spot_offsets[:-1][nonempty])
     return lengths
 
 
@@ -548,9 +553,7 @@ class _Segment:
 
     def chunks(self, mask: np.ndarray) -> _Chunks:
         """The documents selected by ``mask`` (for a merge), as flat arrays a chunk at a time."""
-        sizes = np.diff(self.spot_offsets)[mask]
-        whole = _Docs(self.keys, self.times, self.spot_offsets, self.spots, self.counts)
-        return _Chunks(int(mask.sum()), int(sizes.sum()), _kept_chunks(whole, mask))
+        return _Docs(self.keys, self.times, self.spot_offsets, self.spots, self.counts).selected(mask)
 
     def save_mutable(self) -> None:
         for name in ("times", "deleted"):
@@ -1023,9 +1026,7 @@ class PersistentSpotSigsIndex:
         starts[spot_offsets[:-1][np.diff(spot_offsets) > 0]] = True
         if np.any((spots[1:] <= spots[:-1]) & ~starts[1:]):
             raise ValueError("each document's spots must be distinct and ascending")
-        lengths = np.zeros(n, dtype=np.int64)
-        nonempty = np.diff(spot_offsets) > 0
-        lengths[nonempty] = np.add.reduceat(counts.astype(np.int64), spot_offsets[:-1][nonempty])
+        lengths = _lengths(spot_offsets, counts)
         kept = (lengths >= self.min_signatures) & (lengths <= _MAX_U32)
         self.checkpoint()
         times, counts = times.astype(np.uint32, copy=False), counts.astype(np.uint32, copy=False)
@@ -1034,10 +1035,7 @@ class PersistentSpotSigsIndex:
             begin = int(np.searchsorted(ends, first, side="right"))
             end = int(np.searchsorted(ends, first + self.max_segment_docs, side="right"))
             part = _Docs(keys[begin:end], times[begin:end], spot_offsets[begin:end + 1], spots, counts)
-            chosen = kept[begin:end]
-            sizes = np.diff(part.spot_offsets)[chosen]
-            source = _Chunks(int(chosen.sum()), int(sizes.sum()), _kept_chunks(part, chosen))
-            self.segments.append(self._write_segment(source))
+            self.segments.append(self._write_segment(part.selected(kept[begin:end])))
         self.high_water_mark = int(keys[-1])
         self.checkpoint()
         return int(ends[-1])
