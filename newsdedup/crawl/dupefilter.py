@@ -38,6 +38,7 @@ from newsdedup.run import options
 from newsdedup.run import retention
 from newsdedup.run import runstats
 from newsdedup.storage import open_store
+from newsdedup.storage.base import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +160,12 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
             try:
                 if self.state_dir is not None and self.seen_articles is not None:
                     self.seen_articles.sync(self.store, force_save=True)  # this run's URLs: not read at the next start
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
             finally:
-                self.store.close()
+                try:
+                    self.store.close()
+                except StoreError as exc:  # a read-only use: nothing pending to lose
+                    logger.warning("%s", exc)
                 self.store = None
         return super().close(reason)

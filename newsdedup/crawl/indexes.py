@@ -24,7 +24,7 @@ from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_
 from newsdedup.dedup.store_engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
 from newsdedup.dedup.store_state import PendingBloom, PendingSpotSigsIndex, WindowState
 from newsdedup.run import retention
-from newsdedup.storage.base import ArticleStore
+from newsdedup.storage.base import ArticleStore, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -122,13 +122,13 @@ class DedupIndexes:
         if self.reuse is not None:
             try:
                 self.reuse.checkpoint()
-            except OSError as error:  # the next start rebuilds it, or catches up from the previous snapshot
+            except (OSError, StoreError) as error:  # the next start rebuilds it, or catches up from the last snapshot
                 logger.error("passage-reuse index not saved: %s", error)
         if self.window is not None:
             try:
                 if self.following:
                     self.window.checkpoint()
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 logger.error("dedup state in %s not saved (%s): the next crawl catches up from the store",
                              self.state_dir, exc)
             finally:
