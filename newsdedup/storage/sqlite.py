@@ -15,9 +15,11 @@ distributed crawl's processes on one machine take turns with the same lock to be
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,6 +106,26 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 _RUN_LOCKS: dict[str, list[int]] = {}
 
 
+# The full check of a database file (PRAGMA quick_check) reads every page: 5 s and more at a million stories, most
+# of a scheduled run's start, and minutes from a cold disk. A file this process checked (or found recorded as checked)
+# is recorded at its last connection's clean close in ``<database>.checked``: its identity (device, inode, size,
+# modification time in ns) and when it was last checked. The next run skips the check when the file is still exactly
+# that (nothing wrote to it since: a write, a crash mid-run or a copy over it changes the identity; a WAL with frames
+# means the last close was not clean) and the check is younger than CHECK_EVERY; otherwise it checks it again.
+CHECK_EVERY = 24 * 3600.0
+_OPEN_CONNECTIONS: dict[str, int] = {}  # connections of this process to a file, by its real path
+_CHECKED_AT: dict[str, float] = {}  # files found sound in this process: when they were last fully checked
+
+
+def _identity(path: Path) -> list[int] | None:
+    try:
+        status = os.stat(path)
+        wal = os.stat(f"{path}-wal").st_size if os.path.exists(f"{path}-wal") else 0
+    except OSError:
+        return None
+    return None if wal else [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns]
+
+
 class SQLiteStore(SQLStore):
     """:class:`~newsdedup.storage.base.ArticleStore` on one SQLite file."""
 
@@ -119,6 +141,7 @@ class SQLiteStore(SQLStore):
         self.name = str(self.path)
         self._conn: sqlite3.Connection | None = None
         self._lock_key: str | None = None
+        self._key: str | None = None  # the file's real path while this connection is open (see CHECK_EVERY)
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
@@ -152,6 +175,9 @@ class SQLiteStore(SQLStore):
             conn.close()
             raise StoreError(self._unusable(exc)) from None
         self._conn = conn
+        self._key = os.path.realpath(self.path) if str(self.path) != ":memory:" else None
+        if self._key is not None:
+            _OPEN_CONNECTIONS[self._key] = _OPEN_CONNECTIONS.get(self._key, 0) + 1
         self._load_next_id()
 
     def _unusable(self, exc: Exception) -> str:
@@ -209,8 +235,23 @@ class SQLiteStore(SQLStore):
                     f"newsdedup or was altered: {_WHAT_TO_DO}"
                 )
 
+    @property
+    def _check_record(self) -> Path:
+        return Path(f"{self.path}.checked")
+
     def check(self) -> None:
-        """``PRAGMA quick_check`` (about 0.4 s per 500 MB): a damaged file is refused before a crawl writes to it."""
+        """``PRAGMA quick_check`` (about 0.4 s per 500 MB): a damaged file is refused before a crawl writes to it.
+        Skipped for a file unchanged since a clean close recorded it as checked within :data:`CHECK_EVERY`."""
+        if self._key is not None:
+            try:
+                record = json.loads(self._check_record.read_text())
+                if (record["file"] == _identity(self.path)
+                        and 0 <= time.time() - float(record["checked_at"]) < CHECK_EVERY):
+                    _CHECKED_AT[self._key] = float(record["checked_at"])
+                    return
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # none yet, or unreadable: check
+        checked_at = time.time()
         try:
             rows = self.conn.execute("PRAGMA quick_check(1)").fetchall()
         except sqlite3.DatabaseError as exc:
@@ -221,6 +262,30 @@ class SQLiteStore(SQLStore):
                 f"{self.path} is damaged (quick_check: {problems}); restore a backup, or recover what is left with "
                 f"`sqlite3 {self.path} .recover | sqlite3 NEW.sqlite` and crawl into NEW.sqlite"
             )
+        if self._key is not None:
+            _CHECKED_AT[self._key] = checked_at
+
+    def _closed(self, clean: bool) -> None:
+        """This connection closed: the last one of the process to a file found sound records it (see CHECK_EVERY)."""
+        key, self._key = self._key, None
+        if key is None:
+            return
+        _OPEN_CONNECTIONS[key] -= 1
+        if _OPEN_CONNECTIONS[key]:
+            return
+        del _OPEN_CONNECTIONS[key]
+        checked_at = _CHECKED_AT.pop(key, None)
+        record = self._check_record
+        try:
+            identity = _identity(self.path)
+            if clean and checked_at is not None and identity is not None:
+                temporary = record.with_name(record.name + ".tmp")
+                temporary.write_text(json.dumps({"file": identity, "checked_at": checked_at}))
+                os.replace(temporary, record)
+            else:
+                record.unlink(missing_ok=True)
+        except OSError:  # a folder it cannot write: the next run checks the file
+            pass
 
     def lock_for_run(self) -> None:
         """Take the run lock (an exclusive flock on ``<database>.lock``) for this process; re-entrant."""
@@ -264,11 +329,14 @@ class SQLiteStore(SQLStore):
         if self._conn is None:
             self._release_lock()
             return
+        clean = False
         try:
             self.flush()
+            clean = True
         finally:
             self._conn.close()
             self._conn = None
+            self._closed(clean)
             self._release_lock()
 
     @property
