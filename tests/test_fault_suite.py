@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import resource
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -179,3 +181,40 @@ def test_a_full_disk_during_a_sqlite_commit_is_not_saved_and_the_next_run_comple
         assert "newsdedup run finished: exit status 4 (not_saved)" in log
         assert storage_uri(db)  # the database opens and passes its check in the recovery run
         assert_recovered(site, sites_file, db, clean_clusters)
+
+
+CRAWL_FROM_A_SCRIPT = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.settings import Settings
+settings = Settings()
+settings.setmodule("newsdedup.settings", priority="project")
+settings.set("NEWSDEDUP_STORAGE_URI", sys.argv[1])
+process = CrawlerProcess(settings)
+process.crawl("portal", sites=sys.argv[2])
+process.start()
+"""
+
+
+def test_a_crawl_that_finds_its_store_locked_when_it_opens_stops_with_that_error_only(tmp_path, store_uri):
+    """The crawl command checks the lock before Scrapy starts; a crawl started otherwise (a user's script, or one
+    that lost a race with another crawl) finds it taken when its pipelines open: it names the error, closes
+    without judging or recording anything in a store that is not its own, and without an error of its own."""
+    from newsdedup.storage import open_store
+
+    holder = open_store(store_uri)
+    holder.open()
+    holder.lock_for_run()
+    try:
+        with HeldPortal() as site:
+            site.release()
+            script = tmp_path / "crawl.py"
+            script.write_text(CRAWL_FROM_A_SCRIPT, encoding="utf-8")
+            result = subprocess.run([sys.executable, str(script), store_uri, str(site.write_sites(tmp_path))],
+                                    cwd=tmp_path, capture_output=True, text=True, timeout=240)
+            assert site.served["/list/1.html"] == 0
+    finally:
+        holder.close()
+    assert "is in use by another crawl" in result.stderr
+    assert "AttributeError" not in result.stderr and "newsdedup run " not in result.stderr, result.stderr[-3000:]
+    assert count(store_uri if store_uri.startswith("postgresql") else store_uri[len("sqlite:///"):], "site_runs") == 0
