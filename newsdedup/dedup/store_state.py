@@ -125,9 +125,9 @@ def _read_json(path: Path) -> dict:
     try:
         return read_manifest(path)
     except FileNotFoundError:
-        raise StateMissing(f"no {path.name}") from None
+        raise StateMissing(f"no {path}") from None
     except OSError as exc:
-        raise StateUnusable(f"{path.name} unreadable ({exc})") from None
+        raise StateUnusable(f"{path} unreadable ({exc})") from None
 
 
 def _write_json(path: Path, value: dict) -> None:
