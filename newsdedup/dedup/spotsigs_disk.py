@@ -42,13 +42,16 @@ Layout (a directory, e.g. ``articles.sqlite.near/``)
       (document frequency in the segment, token), so each segment is self-contained and a query orders its
       own tokens by the segment's frequencies. Beside them, small mutable arrays kept in RAM:
       ``lengths`` (uint32), ``times`` (uint32 seconds: the story's last activity, for the retention window)
-      and ``deleted`` (bool) -- 9 bytes a document.
+      and ``deleted`` (bool) -- 9 bytes a document; ``times`` and ``deleted`` are written under a new name at
+      each checkpoint that changed them (``times-N.npy``), so the manifest written after them makes them current.
     * ``log-N``: the append-only log of what happened since the last checkpoint (add, touch, discard), one
       CRC-checked record each, in the store's row-id order. New documents also live in an in-memory
       :class:`SpotSigsIndex` (the *delta*, at most ``flush_docs`` of them) until a checkpoint writes them
       as a segment.
-    * ``MANIFEST.json``: the segments, the current log and the high-water mark (the last store row id
-      included), replaced atomically (write, fsync, rename) at each checkpoint.
+    * ``MANIFEST.json``: the segments (each with the checksum of every file of it), the current log and the
+      high-water mark (the last store row id included), replaced atomically (write, fsync, rename) at each
+      checkpoint, with the checksum of its own content. Opening verifies every file before it is used: one
+      missing, cut or written over raises :class:`~newsdedup.dedup.durable.StateDamaged` naming it.
 
 Consistency with the store (the store is the truth)
     Each record carries the row id it came from. Opening with ``store_mark`` (the store's last committed
