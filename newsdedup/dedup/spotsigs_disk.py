@@ -581,6 +581,7 @@ class _Segment:
             checksum = write_durably(self.folder / file, lambda handle, name=name: np.save(handle, getattr(self, name)))
             self.checksums.pop(self.saved[name], None)
             self.saved[name], self.checksums[file] = file, checksum
+        fsync_folder(self.folder)  # their names durable before the manifest names them (a power cut in between)
         self.dirty = False
 
     def entry(self) -> dict:
