@@ -97,8 +97,9 @@ NEAR_SEGMENT_DOCS = 1_000_000
 NEAR_PROBE_BUDGET = 20_000
 #: Seconds a state waits for its folder's lock before the crawl goes on without it (see Lock above): long enough for
 #: a writer that lost its role to close its state (a merge in its thread stops at its next chunk, well under a
-#: second), short beside a crawl's start.
-STATE_LOCK_WAIT = 10.0
+#: second); short, because the wait holds the process's event loop, and a distributed run counts a process whose
+#: heartbeat stopped for 10 s (newsdedup.distributed.redis_run.LIVENESS) as dead.
+STATE_LOCK_WAIT = 3.0
 
 
 class StateUnusable(Exception):
