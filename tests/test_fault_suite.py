@@ -32,8 +32,8 @@ from faultsite import (
     wait_for,
 )
 from newsdedup.run.verdict import ExitCode
-from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
-from servers import PostgresServer, ServerUnavailable
+from server_fixtures import _serve, postgres, store_uri  # noqa: F401 - fixtures
+from servers import PostgresServer
 
 ARTICLES = 24
 # Reprints of earlier articles, so the clusters are worth comparing: near ones (a sentence added) and exact ones.
@@ -86,6 +86,11 @@ def assert_recovered(site: HeldPortal, sites_file, db, clean: set[frozenset[str]
     assert paths_of(site, clusters(db)) == clean
 
 
+def db_of(store_uri: str, tmp_path):
+    """What faultsite's helpers take: a SQLite file's path, or the PostgreSQL URI."""
+    return store_uri if store_uri.startswith("postgresql") else tmp_path / "db.sqlite"
+
+
 def start_held(site: HeldPortal, tmp_path, db, **kwargs):
     """A crawl started and waited for until it committed pages and is held on ``HOLD``."""
     sites_file = site.write_sites(tmp_path)
@@ -108,7 +113,7 @@ def finished(crawl, site: HeldPortal, tmp_path) -> tuple[int, str]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_crawl_stopped_by_a_signal_is_interrupted_and_the_next_run_completes_it(tmp_path, store_uri, sig,
                                                                                    clean_clusters):
-    db = tmp_path / "db.sqlite" if store_uri.startswith("sqlite") else store_uri
+    db = db_of(store_uri, tmp_path)
     with HeldPortal() as site:
         sites_file, crawl = start_held(site, tmp_path, db)
         crawl.send_signal(sig)
@@ -119,7 +124,7 @@ def test_a_crawl_stopped_by_a_signal_is_interrupted_and_the_next_run_completes_i
 
 
 def test_a_second_crawl_at_once_exits_3_and_the_first_completes(tmp_path, store_uri, clean_clusters):
-    db = tmp_path / "db.sqlite" if store_uri.startswith("sqlite") else store_uri
+    db = db_of(store_uri, tmp_path)
     with HeldPortal() as site:
         sites_file, crawl = start_held(site, tmp_path, db)
         try:
@@ -136,14 +141,7 @@ def test_a_second_crawl_at_once_exits_3_and_the_first_completes(tmp_path, store_
 @pytest.fixture()
 def own_postgres():
     """A PostgreSQL server of this test's own, to stop and kill."""
-    try:
-        server = PostgresServer()
-    except (ServerUnavailable, ImportError) as exc:
-        from server_fixtures import _unavailable
-
-        _unavailable(exc)
-    yield server
-    server.stop()
+    yield from _serve(PostgresServer)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["stopped", "killed"])
