@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import resource
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -30,8 +32,8 @@ from faultsite import (
     wait_for,
 )
 from newsdedup.run.verdict import ExitCode
-from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
-from servers import PostgresServer, ServerUnavailable
+from server_fixtures import _serve, postgres, store_uri  # noqa: F401 - fixtures
+from servers import PostgresServer
 
 ARTICLES = 24
 # Reprints of earlier articles, so the clusters are worth comparing: near ones (a sentence added) and exact ones.
@@ -84,6 +86,11 @@ def assert_recovered(site: HeldPortal, sites_file, db, clean: set[frozenset[str]
     assert paths_of(site, clusters(db)) == clean
 
 
+def db_of(store_uri: str, tmp_path):
+    """What faultsite's helpers take: a SQLite file's path, or the PostgreSQL URI."""
+    return store_uri if store_uri.startswith("postgresql") else tmp_path / "db.sqlite"
+
+
 def start_held(site: HeldPortal, tmp_path, db, **kwargs):
     """A crawl started and waited for until it committed pages and is held on ``HOLD``."""
     sites_file = site.write_sites(tmp_path)
@@ -106,7 +113,7 @@ def finished(crawl, site: HeldPortal, tmp_path) -> tuple[int, str]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_crawl_stopped_by_a_signal_is_interrupted_and_the_next_run_completes_it(tmp_path, store_uri, sig,
                                                                                    clean_clusters):
-    db = tmp_path / "db.sqlite" if store_uri.startswith("sqlite") else store_uri
+    db = db_of(store_uri, tmp_path)
     with HeldPortal() as site:
         sites_file, crawl = start_held(site, tmp_path, db)
         crawl.send_signal(sig)
@@ -117,7 +124,7 @@ def test_a_crawl_stopped_by_a_signal_is_interrupted_and_the_next_run_completes_i
 
 
 def test_a_second_crawl_at_once_exits_3_and_the_first_completes(tmp_path, store_uri, clean_clusters):
-    db = tmp_path / "db.sqlite" if store_uri.startswith("sqlite") else store_uri
+    db = db_of(store_uri, tmp_path)
     with HeldPortal() as site:
         sites_file, crawl = start_held(site, tmp_path, db)
         try:
@@ -134,14 +141,7 @@ def test_a_second_crawl_at_once_exits_3_and_the_first_completes(tmp_path, store_
 @pytest.fixture()
 def own_postgres():
     """A PostgreSQL server of this test's own, to stop and kill."""
-    try:
-        server = PostgresServer()
-    except (ServerUnavailable, ImportError) as exc:
-        from server_fixtures import _unavailable
-
-        _unavailable(exc)
-    yield server
-    server.stop()
+    yield from _serve(PostgresServer)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["stopped", "killed"])
@@ -179,3 +179,40 @@ def test_a_full_disk_during_a_sqlite_commit_is_not_saved_and_the_next_run_comple
         assert "newsdedup run finished: exit status 4 (not_saved)" in log
         assert storage_uri(db)  # the database opens and passes its check in the recovery run
         assert_recovered(site, sites_file, db, clean_clusters)
+
+
+CRAWL_FROM_A_SCRIPT = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.settings import Settings
+settings = Settings()
+settings.setmodule("newsdedup.settings", priority="project")
+settings.set("NEWSDEDUP_STORAGE_URI", sys.argv[1])
+process = CrawlerProcess(settings)
+process.crawl("portal", sites=sys.argv[2])
+process.start()
+"""
+
+
+def test_a_crawl_that_finds_its_store_locked_when_it_opens_stops_with_that_error_only(tmp_path, store_uri):
+    """The crawl command checks the lock before Scrapy starts; a crawl started otherwise (a user's script, or one
+    that lost a race with another crawl) finds it taken when its pipelines open: it names the error, closes
+    without judging or recording anything in a store that is not its own, and without an error of its own."""
+    from newsdedup.storage import open_store
+
+    holder = open_store(store_uri)
+    holder.open()
+    holder.lock_for_run()
+    try:
+        with HeldPortal() as site:
+            site.release()
+            script = tmp_path / "crawl.py"
+            script.write_text(CRAWL_FROM_A_SCRIPT, encoding="utf-8")
+            result = subprocess.run([sys.executable, str(script), store_uri, str(site.write_sites(tmp_path))],
+                                    cwd=tmp_path, capture_output=True, text=True, timeout=240)
+            assert site.served["/list/1.html"] == 0
+    finally:
+        holder.close()
+    assert "is in use by another crawl" in result.stderr
+    assert "AttributeError" not in result.stderr and "newsdedup run " not in result.stderr, result.stderr[-3000:]
+    assert count(store_uri if store_uri.startswith("postgresql") else store_uri[len("sqlite:///"):], "site_runs") == 0

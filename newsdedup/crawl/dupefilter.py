@@ -134,11 +134,15 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
 
     def _persisted_urls(self, store, since: str | None) -> int | None:
         """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
-        from newsdedup.dedup.store_state import UrlState
+        from newsdedup.dedup.store_state import FolderBusy, UrlState
 
         try:
             self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
                                                        retention_days=self.retention_days, since=since, key=url_key)
+        except FolderBusy as exc:  # another process writes the folder: left alone for this run
+            logger.warning("URL filter state: %s; read from the store for this run", exc)
+            self.state_dir = None
+            return None
         except OSError as exc:  # a folder it cannot write: this run reads the URLs, as without one
             logger.error("URL filter state in %s unusable (%s): read from the store for this run", self.state_dir, exc)
             self.state_dir = None
@@ -163,6 +167,8 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
             except (OSError, StoreError) as exc:
                 logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
             finally:
+                if self.state_dir is not None and self.seen_articles is not None:
+                    self.seen_articles.close()  # releases the state folder's lock
                 try:
                     self.store.close()
                 except StoreError as exc:  # a read-only use: nothing pending to lose

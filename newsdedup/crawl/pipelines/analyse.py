@@ -52,12 +52,15 @@ class AnalysePipeline(StagePipeline):
 
     pool: AnalysisPool | None = None
 
-    def open_spider(self) -> None:
-        # Before the store opens: a store that cannot be opened still closes this pipeline cleanly.
-        # Pages of sites whose template is still cold, kept (body compressed) to be read again.
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # Here, not in open_spider: a crawl whose store could not be opened closes its pipelines without opening
+        # them all. Pages of sites whose template is still cold, kept (body compressed) to be read again.
         self.held: dict[str, list[ArticlePage]] = {}
         self._rereads: set[asyncio.Task] = set()
         self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
+
+    def open_spider(self) -> None:
         super().open_spider()
         settings = self.state.settings
         self.pool = AnalysisPool(settings.features, workers=settings.workers, timeout=settings.extract_timeout)

@@ -217,6 +217,7 @@ class CrawlState:
             # Not this crawl's store: nothing is judged or recorded in it (the summary would speak for another
             # run), and the crawl stops; the crawl command exits with the status of the error.
             self.open_error = exc
+            logger.error("%s", exc)  # Scrapy may not log a failed open_spider (CrawlerProcess drops it)
             store.close()
             raise
         self.store = store
