@@ -175,7 +175,8 @@ def crawl(db: Path, base: str, batch: str, *, cold: bool, extra: list[str] = POL
     command = [str(Path(sys.executable).with_name("newsdedup")), "crawl", "-a", f"sites={sites}",
                "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{db}", "-s", "LOG_LEVEL=WARNING",
                "-s", "TELNETCONSOLE_ENABLED=False", "-s", "STATS_CLASS=scheduled_run.JsonStats", *extra]
-    env = {**os.environ, STATS_ENV: str(stats_file),
+    # Compiled modules kept, as an installed package has them (this machine's sessions set PYTHONDONTWRITEBYTECODE).
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, STATS_ENV: str(stats_file),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
     if PROFILE is not None:
         PROFILE.mkdir(parents=True, exist_ok=True)
@@ -206,7 +207,7 @@ def crawl(db: Path, base: str, batch: str, *, cold: bool, extra: list[str] = POL
         "stored": sum(stats.get(f"newsdedup/site/local/{k}", 0) for k in ("unique", "near_duplicate", "repeat")),
         "boot_s": round(times["crawler"] - started, 3), "open_s": round(times["opened"] - times["crawler"], 3),
         "urls_s": stats.get("newsdedup/state/urls_opened_s"), "state_s": stats.get("newsdedup/state/opened_s"),
-        "reuse_s": stats.get("newsdedup/state/reuse_opened_s"),
+        "reuse_s": stats.get("newsdedup/state/reuse_opened_s"), "save_s": stats.get("newsdedup/state/saved_s"),
         "crawl_s": round(times["spider_closing"] - times["opened"], 3),
         "close_s": round(times["closed"] - times["spider_closing"], 3), "exit_s": round(ended - times["closed"], 3),
         "rebuilt": stats.get("newsdedup/state/rebuilt"), "caught_up_rows": stats.get("newsdedup/state/caught_up_rows"),
@@ -291,9 +292,9 @@ def main() -> None:
                                           "load": os.getloadavg()[0], **run}), flush=True)
     print(json.dumps({"load_average_after": os.getloadavg()}), flush=True)
     keys = ["s", "cpu_s", "crawl_cpu_s", "workers_cpu_s", "peak_mb", "boot_s", "open_s", "urls_s", "state_s",
-            "reuse_s", "crawl_s", "close_s", "exit_s"]
-    print("| stories | run | mode | wall s | x empty | CPU s | x empty | peak MB | boot / open (urls, state, reuse) "
-          "/ crawl / close / exit, s |")
+            "reuse_s", "crawl_s", "close_s", "save_s", "exit_s"]
+    print("| stories | run | mode | wall s (rounds) | x empty | CPU s | x empty | peak MB | boot / open (urls, state, "
+          "reuse) / crawl / close (state saved) / exit, s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (size, kind, mode), values in sorted(runs.items()):
         m = {k: median(values, k) for k in keys}
@@ -302,7 +303,7 @@ def main() -> None:
         cpu_ratio = m["cpu_s"] / median(base_runs, "cpu_s")
         print(f"| {size:,} | {kind} | {mode} | {m['s']} ({', '.join(str(v['s']) for v in values)}) | {ratio:.2f} | "
               f"{m['cpu_s']} | {cpu_ratio:.2f} | {m['peak_mb']} | {m['boot_s']} / {m['open_s']} ({m['urls_s']}, "
-              f"{m['state_s']}, {m['reuse_s']}) / {m['crawl_s']} / {m['close_s']} / {m['exit_s']} |")
+              f"{m['state_s']}, {m['reuse_s']}) / {m['crawl_s']} / {m['close_s']} ({m['save_s']}) / {m['exit_s']} |")
     if not args.keep:
         for size in sizes:
             shutil.rmtree(args.root / f"run-{size}.sqlite.state", ignore_errors=True)

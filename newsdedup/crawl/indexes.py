@@ -15,6 +15,7 @@ every article seen, not only the centres a rebuild could re-add.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from newsdedup.crawl.reuse_index import StoryReuse
@@ -76,8 +77,10 @@ class DedupIndexes:
             self.engine = rebuilt.engine
             opened = rebuilt.known_fingerprints, rebuilt.known_centres
         known_fingerprints, known_centres = opened
+        started = time.perf_counter()
         self.reuse = StoryReuse.open(store, None if state_dir is None else state_dir / "reuse",
                                      since=since) if self.reuse_enabled else None
+        stats.set_value("newsdedup/state/reuse_opened_s", round(time.perf_counter() - started, 3))
         stats.set_value("newsdedup/exact/known_fingerprints", known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", known_centres)
         logger.info("dedup state %s: %d fingerprints, %d cluster centres%s",

@@ -44,13 +44,15 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from newsdedup.dedup.durable import StateDamaged, digest, fsync_folder, read_manifest, write_manifest
+from newsdedup.dedup.durable import (StateDamaged, digest, fsync_folder, mark_whole, marked_whole, read_manifest,
+                                     write_manifest)
 
 __all__ = ["PersistedBloomFilter"]
 
@@ -125,6 +127,25 @@ class _Generation:
     rows: dict[str, list[int]] = field(default_factory=dict)  # source -> [first row, last row] held
 
 
+def _read_bits(file: Path, checksum: object) -> np.ndarray:
+    """A saved bit array. Marked whole since its last write (:func:`~newsdedup.dedup.durable.marked_whole`): mapped
+    copy-on-write, so a scheduled run's few lookups read a few pages, not the whole file (a million stories' URL
+    filter is ~80 MB), and what the run adds stays in this process until saved under a new name. Else read and
+    hashed as read (the bytes used are the bytes checked), then marked."""
+    if marked_whole(file, checksum):
+        return np.memmap(file, dtype=np.uint8, mode="c").view(np.ndarray)
+    try:
+        status, hashed_at = os.stat(file), time.time()
+        array = np.fromfile(file, dtype=np.uint8)
+    except FileNotFoundError:
+        raise StateDamaged(file, "missing (deleted?)") from None
+    found = digest(array)
+    if found != checksum:
+        raise StateDamaged(file, f"checksum mismatch (written over, cut or zeroed: {len(array)} bytes)")
+    mark_whole(file, status, found, hashed_at)
+    return array
+
+
 class PersistedBloomFilter:
     """A Bloom filter in generations, saved to a folder (see the module docstring).
 
@@ -178,13 +199,7 @@ class PersistedBloomFilter:
         for saved in manifest["generation_list"]:
             generation = _Generation(saved["start"], rows={s: list(r) for s, r in saved["rows"].items()})
             for part in saved["filters"]:
-                try:
-                    array = np.fromfile(path / part["file"], dtype=np.uint8)
-                except FileNotFoundError:
-                    raise StateDamaged(path / part["file"], "missing (deleted?)") from None
-                if digest(array) != part.get("checksum"):  # hashed as read: the bytes used are the bytes checked
-                    raise StateDamaged(path / part["file"], f"checksum mismatch (written over, cut or zeroed: "
-                                                            f"{len(array)} bytes)")
+                array = _read_bits(path / part["file"], part.get("checksum"))
                 bits = _Bits(part["capacity"], part["error_rate"], array, part["count"], part["hashes"],
                              part["size"])
                 if len(array) != (bits.size + 7) // 8:

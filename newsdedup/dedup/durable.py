@@ -11,6 +11,14 @@ Checksums
     over, cut, zeroed, deleted) raises :class:`StateDamaged` naming it: the caller rebuilds that part from the
     store, the truth.
 
+    A file found whole is marked so (an extended attribute, :data:`VERIFIED_ATTR`: its size, modification time
+    and checksum, and when it was hashed); the next open takes a file still so marked for whole without reading
+    it, for :data:`VERIFY_EVERY`. A write changes its modification time, a copy or a new file has no mark: either
+    is hashed again. What is trusted meanwhile is that the disk changes no byte without a write (the daily hash
+    catches one that did). Without it a scheduled run of a 1,000,000-story store read and hashed its 4.9 GB of
+    state at every start, from the disk when the page cache had dropped them. A file system without user extended
+    attributes (or a file it cannot mark) is hashed at every open.
+
 Lock
     :func:`lock_folder` takes an exclusive ``flock`` on ``<folder>/lock``: two processes never write one state
     folder (a distributed takeover's new writer and the old writer still closing, or two crawls of one store). The
@@ -60,17 +68,49 @@ def file_digest(path: Path) -> str:
     return hasher.hexdigest()
 
 
+#: The extended attribute marking a file found whole: "SIZE MTIME_NS CHECKSUM HASHED_AT" (see the module docstring).
+VERIFIED_ATTR = "user.newsdedup.verified"
+VERIFY_EVERY = 24 * 3600.0  # seconds a mark is trusted: then the file is hashed again
+
+
+def marked_whole(path: Path, expected: object) -> bool:
+    """Whether ``path`` carries the mark of having been found whole with the checksum ``expected`` since its last
+    write, within :data:`VERIFY_EVERY` (then it need not be read to be trusted)."""
+    try:
+        status = os.stat(path)
+        size, mtime, checksum, hashed_at = os.getxattr(path, VERIFIED_ATTR).decode().split()
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return ((int(size), int(mtime), checksum) == (status.st_size, status.st_mtime_ns, expected)
+            and 0 <= time.time() - float(hashed_at) < VERIFY_EVERY)
+
+
+def mark_whole(path: Path, status: os.stat_result, checksum: str, hashed_at: float) -> None:
+    """Mark ``path`` found whole with ``checksum`` by a hash started at ``hashed_at`` after ``status`` was taken;
+    nothing when it was written meanwhile or cannot be marked."""
+    try:
+        if os.stat(path).st_mtime_ns == status.st_mtime_ns:
+            os.setxattr(path, VERIFIED_ATTR, f"{status.st_size} {status.st_mtime_ns} {checksum} {hashed_at}".encode())
+    except OSError:  # no user extended attributes here (or a read-only file): hashed at every open
+        pass
+
+
 def verify_file(path: Path, expected: object) -> None:
-    """Raise :class:`StateDamaged` unless ``path`` exists and its bytes give the checksum ``expected``."""
+    """Raise :class:`StateDamaged` unless ``path`` exists and its bytes give the checksum ``expected`` (a file
+    marked whole since its last write is not read: see the module docstring)."""
     if not isinstance(expected, str):
         raise StateDamaged(path, "no checksum recorded for it")
+    if marked_whole(path, expected):
+        return
     try:
+        status, hashed_at = os.stat(path), time.time()
         found = file_digest(path)
     except FileNotFoundError:
         raise StateDamaged(path, "missing (deleted?)") from None
     if found != expected:
         raise StateDamaged(path, f"checksum mismatch (written over, cut or zeroed: {CHECKSUM} {found}, written "
                                  f"{expected})")
+    mark_whole(path, status, found, hashed_at)
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], object]) -> str:

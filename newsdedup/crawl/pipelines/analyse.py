@@ -64,8 +64,22 @@ class AnalysePipeline(StagePipeline):
         super().open_spider()
         settings = self.state.settings
         self.pool = AnalysisPool(settings.features, workers=settings.workers, timeout=settings.extract_timeout)
-        self.pool.start()
+        # The workers start with the run's first article request, not here: each loads its libraries and dictionaries
+        # for a second or two of CPU, which a scheduled run that finds nothing new (every link known) never needs;
+        # one that finds articles still starts them while its first article is fetched.
+        self._pool_started = False
+        self.crawler.signals.connect(self._start_for_articles, signal=signals.request_scheduled)
         self.crawler.signals.connect(self._release_when_idle, signal=signals.spider_idle)
+
+    def _start_for_articles(self, request, **_) -> None:
+        if getattr(request.callback, "__name__", None) == "parse_article":
+            self._start_pool()
+
+    def _start_pool(self) -> None:
+        if not self._pool_started and self.pool is not None:
+            self._pool_started = True
+            self.crawler.signals.disconnect(self._start_for_articles, signal=signals.request_scheduled)
+            self.pool.start()
 
     def close_spider(self) -> None:
         """Stop the workers; pages still held were not read again before the crawl closed: the next run fetches them
@@ -208,6 +222,7 @@ class AnalysePipeline(StagePipeline):
             options = dataclasses.replace(options, keep_shared_prose=False)
         if lenient:
             options = dataclasses.replace(options, min_chars=0, brief_chars=0)
+        self._start_pool()  # an article that came without a request this process scheduled (a distributed crawl's)
         return await self.pool.analyse(
             page.body, page.url, page.declared_encoding, page.remove_selectors, options, boilerplate, sign_offs
         )

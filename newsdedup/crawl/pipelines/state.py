@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,7 +252,9 @@ class CrawlState:
             self.store_error = str(exc)
             logger.error("%s", exc)
         finally:
+            started = time.perf_counter()
             self.indexes.close()  # the persisted state saved whole (what the store did not commit is not in it)
+            self.crawler.stats.set_value("newsdedup/state/saved_s", round(time.perf_counter() - started, 3))
         self._publish_stats()
 
     def report_committed(self) -> None:
