@@ -277,6 +277,9 @@ def main() -> None:
             figures = prepare(args.root, size, data=args.data, reuse_real_limit=args.reuse_real_limit,
                               first_build=args.first_build, base=base)
             print(json.dumps({"stories": size, **figures}), flush=True)
+        for size in sizes:  # the first run after the state was written: it hashes and marks the state's files
+            run = crawl(args.root / f"run-{size}.sqlite", base, f"first-{size}-{int(time.time())}", cold=False)
+            print(json.dumps({"round": 0, "stories": size, "run": "first new", "mode": "warm", **run}), flush=True)
         runs: dict[tuple[int, str, str], list[dict]] = {}
         for round_ in range(args.rounds):
             for size in sizes:

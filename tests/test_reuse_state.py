@@ -157,6 +157,30 @@ def test_the_retention_window_after_a_reopen_is_the_stores(tmp_path, rng, caplog
         same_as_rebuild(store, reuse, since=wider, queries=queries)
 
 
+def test_a_later_window_is_levelled_from_the_rows_stored_since_the_snapshot(tmp_path, rng, caplog):
+    """A window that moved on since the snapshot (each scheduled run's case) is levelled without reading every story
+    of it: the stories whose activity fell between the two starts leave, and a story the snapshot had let go that a
+    copy or a repeat stored after the save brought back is read back, as a rebuild holds them."""
+    caplog.set_level(logging.INFO, logger="newsdedup.crawl.reuse_index")
+    folder = tmp_path / "reuse"
+    texts = [story(rng) for _ in range(30)]
+    with open_store(f"sqlite:///{tmp_path / 'db.sqlite'}") as store:
+        records = stored(store, [(text, 1 + i) for i, text in enumerate(texts)])
+        StoryReuse.open(store, folder, since=DAY.format(10)).checkpoint()  # holds the stories of days 10-30
+        copied, repeated, left = records[2], records[3], records[12]  # days 3 and 4 (let go), day 13 (held)
+        store.add_article(article(store, "http://c/copy", b"c" * 16, text=copied.text + "附记。", status=NEAR_DUPLICATE,
+                                  duplicate_of=copied.url, cluster_id=copied.id, fetched_at=DAY.format(29)))
+        store.add_repeat(RepeatRecord("http://c/repeat", "c", "转载", None, None, None, None, DAY.format(29),
+                                      repeated.fingerprint, repeated.url))
+        store.flush()
+        queries = [quoting(rng, text) for text in texts]
+        later = DAY.format(15)
+        reuse = StoryReuse.open(store, folder, since=later)
+        assert opened(caplog) and "2 back in it" in caplog.text and "5 left the window" in caplog.text, caplog.text
+        assert copied.id in reuse.index and repeated.id in reuse.index and left.id not in reuse.index
+        same_as_rebuild(store, reuse, since=later, queries=queries)
+
+
 def test_a_damaged_snapshot_or_other_parameters_rebuild(tmp_path, rng, caplog):
     caplog.set_level(logging.INFO, logger="newsdedup.crawl.reuse_index")
     folder = tmp_path / "reuse"

@@ -370,10 +370,11 @@ class ArticleStore(Protocol):
         catching up from its high-water mark)."""
         ...
 
-    def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
+    def iter_centre_ids(self, *, since: str | None = None, before: str | None = None) -> Iterator[int]:
         """The ids of the articles :meth:`iter_cluster_centres` yields (any order), from the clusters of the window
         without reading the articles: what a persisted index of the stories checks its own against when it opens
-        (the retention window moved)."""
+        (the retention window moved). With ``before``: only clusters last active before then (a range of the
+        activity index: those that left the window between two starts)."""
         ...
 
     def last_article_id(self) -> int:

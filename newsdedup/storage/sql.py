@@ -761,13 +761,13 @@ class SQLStore:
         for row in rows:
             yield article_from_row(row)
 
-    def iter_centre_ids(self, *, since: str | None = None) -> Iterator[int]:
+    def iter_centre_ids(self, *, since: str | None = None, before: str | None = None) -> Iterator[int]:
         # The clusters table alone (its index): a cluster's id is its centre's, the unique article that started it.
         # Reading the articles' status would read each row's text before it (8 s instead of 0.7 at 1,000,000).
-        if since is None:
-            rows = self._stream("SELECT cluster_id FROM clusters")
-        else:
-            rows = self._stream("SELECT cluster_id FROM clusters WHERE last_fetched_at >= ?", (since,))
+        where = [condition for condition, value in (("last_fetched_at >= ?", since), ("last_fetched_at < ?", before))
+                 if value is not None]
+        rows = self._stream("SELECT cluster_id FROM clusters" + (f" WHERE {' AND '.join(where)}" if where else ""),
+                            tuple(value for value in (since, before) if value is not None))
         for (article_id,) in rows:
             yield int(article_id)
 
