@@ -421,8 +421,12 @@ class WindowState(_FolderState):
     def _wants_spots(self) -> bool:
         return self.persists_near
 
-    def _take_in(self, store, articles, near, exact, first_build, touched, touched_by) -> int:
-        """The articles' rows into the exact filter and the near index (see :meth:`_apply`); the rows read."""
+    def _apply(self, store, articles, repeats, rolled_back) -> int:
+        exact, near = self.exact, self.near
+        old_mark = self.marks[ARTICLES]
+        first_build = near is not None and old_mark == 0 and near.high_water_mark < 0
+        touched: dict[int, int] = {}  # story -> its last activity now
+        touched_by: dict[int, tuple[str, int]] = {}  # story -> the last row that gave it a copy
         count = 0
         for chunk in _chunks(articles, CHUNK_ROWS):  # memory bounded by a chunk, whatever the rows to take in
             count += len(chunk)
@@ -448,26 +452,6 @@ class WindowState(_FolderState):
                     near.add(key, dict(zip(spots.tolist(), counts.tolist())), time=active)
                 if near.needs_checkpoint:
                     near.checkpoint()  # every row taken in is committed: a checkpoint is always allowed
-        return count
-
-    def _apply(self, store, articles, repeats, rolled_back) -> int:
-        exact, near = self.exact, self.near
-        old_mark = self.marks[ARTICLES]
-        first_build = near is not None and old_mark == 0 and near.high_water_mark < 0
-        touched: dict[int, int] = {}  # story -> its last activity now
-        touched_by: dict[int, tuple[str, int]] = {}  # story -> the last row that gave it a copy
-        count = 0
-        # A first build merges its segments in the writer, one segment build at a time: with the crawl's background
-        # merges a merge's build (~1.3 GB a million stories) ran beside the next chunk's, and a million stories'
-        # first build peaked at 3.7-4.4 GB.
-        background = near is not None and near.background_merges
-        if first_build:
-            near.background_merges = False
-        try:
-            count = self._take_in(store, articles, near, exact, first_build, touched, touched_by)
-        finally:
-            if near is not None:
-                near.background_merges = background
         for row in repeats:
             count += 1
             if row.cluster_id is not None:
