@@ -210,3 +210,51 @@ def _bits(bloom: PersistedBloomFilter) -> dict:
     """Each generation's bit arrays, to compare a caught-up filter with one rebuilt from the store."""
     return {start: [bits.array.tobytes() for bits in generation.filters]
             for start, generation in bloom._generations.items()}
+
+
+def test_a_file_found_whole_is_trusted_unread_until_it_is_written_or_a_day_passes(tmp_path, monkeypatch):
+    """The first open hashes a bit array and marks it (an extended attribute); the next opens map it unread, add to it
+    in memory only and save the change under a new name. A write to the file is hashed again and named; a change of
+    bytes that kept its modification time (not a write, e.g. the disk's) is trusted until the mark is a day old."""
+    from newsdedup.dedup import durable
+
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    try:
+        os.setxattr(probe, "user.probe", b"1")
+    except OSError:
+        pytest.skip("no user extended attributes on this file system: every open hashes (tested above)")
+    bloom = PersistedBloomFilter.create(tmp_path / "a", capacity=100, error_rate=1e-3)
+    bloom.add_many((f"k{i}" for i in range(50)), time=0, source="articles", first_row=1)
+    bloom.save()
+    target = tmp_path / "a" / json.loads((tmp_path / "a" / "MANIFEST.json").read_text())[
+        "generation_list"][0]["filters"][0]["file"]
+    saved = target.read_bytes()
+    PersistedBloomFilter.open(tmp_path / "a")
+    assert os.getxattr(target, durable.VERIFIED_ATTR).split()[2] == durable.file_digest(target).encode()
+    mapped = PersistedBloomFilter.open(tmp_path / "a")
+    mapped.add("k50", time=0, source="articles", row=51)
+    assert "k50" in mapped and target.read_bytes() == saved  # copy-on-write: the file is as saved
+    mapped.save()
+    again = PersistedBloomFilter.open(tmp_path / "a")
+    assert all(f"k{i}" in again for i in range(51))
+    written = tmp_path / "a" / json.loads((tmp_path / "a" / "MANIFEST.json").read_text())[
+        "generation_list"][0]["filters"][0]["file"]
+    status = written.stat()
+    written.write_bytes(bytes(status.st_size))  # zeroed by a write: hashed again
+    with pytest.raises(StateDamaged):
+        PersistedBloomFilter.open(tmp_path / "a")
+    # Marked whole, then its bytes changed with the modification time kept: trusted while the mark is young.
+    other = PersistedBloomFilter.create(tmp_path / "b", capacity=100, error_rate=1e-3)
+    other.add_many((f"k{i}" for i in range(50)), time=0, source="articles", first_row=1)
+    other.save()
+    current = tmp_path / "b" / json.loads((tmp_path / "b" / "MANIFEST.json").read_text())[
+        "generation_list"][0]["filters"][0]["file"]
+    PersistedBloomFilter.open(tmp_path / "b")  # hashed and marked
+    status = current.stat()
+    current.write_bytes(bytes(status.st_size))
+    os.utime(current, ns=(status.st_atime_ns, status.st_mtime_ns))
+    PersistedBloomFilter.open(tmp_path / "b")
+    monkeypatch.setattr(durable, "VERIFY_EVERY", 0.0)
+    with pytest.raises(StateDamaged):
+        PersistedBloomFilter.open(tmp_path / "b")

@@ -312,3 +312,30 @@ def test_the_centre_ids_are_the_centres_a_rebuild_reads_without_their_rows(store
         assert sorted(store.iter_centre_ids(since=since)) == [c.id for c in store.iter_cluster_centres(since=since)] == [
             recent.id, kept.id]
         assert [c.id for c in store.iter_cluster_centres(since=since, after=recent.id)] == [kept.id]
+
+
+def test_a_file_unchanged_since_its_checked_clean_close_is_not_checked_again(tmp_path):
+    """``PRAGMA quick_check`` reads the whole file; a crawl's next start skips it while the file is exactly as the
+    last clean close after a check left it, and checks again once anything wrote to it."""
+    db = tmp_path / "news.sqlite"
+
+    def checks() -> list[str]:
+        with open_store(f"sqlite:///{db}") as store:
+            statements: list[str] = []
+            store.conn.set_trace_callback(statements.append)
+            store.check()
+            return [s for s in statements if "quick_check" in s]
+
+    assert checks() and (tmp_path / "news.sqlite.checked").exists()  # a new file: checked, then recorded
+    assert checks() == []  # unchanged since
+    with open_store(f"sqlite:///{db}") as store:  # a crawl's write (no check in this process: nothing recorded)
+        store.add_article(article(store, "http://a/1", b"1" * 16))
+    assert not (tmp_path / "news.sqlite.checked").exists()
+    assert checks()
+    assert checks() == []
+    conn = sqlite3.connect(db)  # another program's write
+    conn.execute("UPDATE meta SET value = value || '' WHERE key = 'schema_version'")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('other', 'program')")
+    conn.commit()
+    conn.close()
+    assert checks()
