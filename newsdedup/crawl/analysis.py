@@ -249,8 +249,9 @@ class AnalysisPool:
                 context=multiprocessing.get_context("spawn"),
             )
             self._generation += 1
-            # Start every worker now (each loads its dictionaries for a second or two) while the
-            # crawl is still fetching its start pages, instead of on the first articles.
+            # Start every worker now (each loads its dictionaries for a second or two) while the crawl
+            # fetches (the crawl calls start() with its first article request), not when the first
+            # article is handed over.
             for _ in range(self.workers):
                 self._pool.schedule(_warm_up)
 
