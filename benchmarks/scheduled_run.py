@@ -166,7 +166,8 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
-POLITENESS_OFF = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8"]
+POLITENESS_OFF = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False",
+                  "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8"]
 PROFILE: Path | None = None  # --profile: each crawl sampled by py-spy into this folder (collapsed stacks)
 
 
@@ -175,7 +176,8 @@ def crawl(db: Path, base: str, batch: str, *, cold: bool, extra: list[str] = POL
     folder = Path(tempfile.mkdtemp(prefix="scheduled-"))
     sites, stats_file = folder / "sites.toml", folder / "stats.json"
     sites.write_text(f'[[site]]\nname = "local"\nstart_urls = ["{base}/{batch}/index.html"]\n'
-                     'allowed_domains = ["127.0.0.1"]\n' "article_url_pattern = 'http://127\\.0\\.0\\.1:\\d+/[^/]+/news/\\d+\\.html'\n")
+                     'allowed_domains = ["127.0.0.1"]\n'
+                     "article_url_pattern = 'http://127\\.0\\.0\\.1:\\d+/[^/]+/news/\\d+\\.html'\n")
     command = [str(Path(sys.executable).with_name("newsdedup")), "crawl", "-a", f"sites={sites}",
                "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{db}", "-s", "LOG_LEVEL=WARNING",
                "-s", "TELNETCONSOLE_ENABLED=False", "-s", "STATS_CLASS=scheduled_run.JsonStats", *extra]
@@ -264,7 +266,8 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("/work/bench-data/scheduled"))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--keep", action="store_true", help="keep run-N.sqlite and its state for another run")
-    parser.add_argument("--reuse-prepared", action="store_true", help="use run-N.sqlite and its state as left by --keep")
+    parser.add_argument("--reuse-prepared", action="store_true",
+                        help="use run-N.sqlite and its state as left by --keep")
     parser.add_argument("--profile", type=Path, default=None, help="sample each crawl with py-spy into this folder")
     args = parser.parse_args()
     global PROFILE
