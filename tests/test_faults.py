@@ -67,10 +67,10 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 # -- 1. a dead worker -------------------------------------------------------------------------------------
-# The page at /a/900.html never finishes extracting (faultsite.hung_article_html: a real input, hours of CPU on any
-# machine), so its worker is busy on it for certain when the test looks, however fast or loaded the machine is. The
-# other pages of these sites take a few hundredths of a second each. A big page that is merely slow (12 or 22 MB of
-# prose) was extracted before the kill or the time limit on a fast idle machine.
+# The page at /a/900.html never finishes extracting (faultsite.hung_article_html: a tag of two million attributes,
+# hours of CPU on any machine), so its worker is busy on it for certain when the test looks, however fast or loaded
+# the machine is. The other pages of these sites take a few hundredths of a second each. A big page that is merely
+# slow (12 or 22 MB of prose) was extracted before the kill or the time limit on a fast idle machine.
 BIG = ("-s", "NEWSDEDUP_EXTRACT_MAX_BYTES=50000000", "-s", "DOWNLOAD_MAXSIZE=50000000", "-s", "DOWNLOAD_WARNSIZE=0")
 # Seconds a page may take where the test must find its worker on it first: finding it needs 4 s of the worker's CPU
 # time, which a loaded machine gives it in more wall-clock time (10 runnable processes on 2 cores: 20 s). Never
