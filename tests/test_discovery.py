@@ -54,6 +54,8 @@ def one_site(extra: str = "") -> SiteConfig:
      "variable must name the script's data"),
     ('[[site.sources]]\nname = "html"\nkind = "feed"\nurl = "https://x.example.com/rss.xml"\n',
      "name 'html' must be lower-case letters, digits, '-' or '_', and not 'html' or 'scripts'"),
+    ('[[site.sources]]\nname = "start1-feed"\nkind = "feed"\nurl = "https://x.example.com/rss.xml"\n',
+     "nor start<N>-<kind> (the names of start URLs read as sources)"),
     ('[[site.sources]]\nkind = "feed"\nurl = "https://x.example.com/rss.xml"\nmax_pages = 0\n',
      "max_pages must be a whole number >= 1, got 0"),
     ('[[site.sources]]\nname = "a"\nkind = "feed"\nurl = "https://x.example.com/1.xml"\n'
@@ -188,7 +190,22 @@ def test_the_pager_stops_at_nothing_new_at_the_end_at_the_limit_and_goes_through
         "https://www.example.com/index.xml"
     assert pager.page_done(links=0, new=0, children=["https://www.example.com/1.xml", "https://www.example.com/2.xml"]) \
         == "https://www.example.com/1.xml"
-    assert pager.page_failed() is None and pager.stop_reason == "max_pages"
+    # robots.txt and the index only named sitemaps: not counted against max_source_pages = 3.
+    assert pager.page_failed() == "https://www.example.com/2.xml"
+    assert pager.page_done(links=2, new=2) is None and pager.stop_reason == "end"
+    assert (pager.pages, pager.indexes) == (4, 2)
+    # Under max_pages = 1 an index's first sitemap is read, and only that one.
+    (small,) = one_site('[[site.sources]]\nkind = "sitemap"\nurl = "https://www.example.com/index.xml"\nmax_pages = 1\n').sources
+    pager = Pager(small)
+    assert pager.page_done(links=0, new=0, children=["https://www.example.com/1.xml", "https://www.example.com/2.xml"]) \
+        == "https://www.example.com/1.xml"
+    resumed = Pager(small, **pager.state())  # the state a request carries
+    assert resumed.page_done(links=3, new=3) is None and resumed.stop_reason == "max_pages"
+    # An index that names itself stops at max_pages index pages.
+    pager = Pager(small)
+    assert pager.page_done(links=0, new=0, children=["https://www.example.com/index.xml"])
+    assert pager.page_done(links=0, new=0, children=["https://www.example.com/index.xml"]) is None
+    assert pager.stop_reason == "max_pages"
 
 
 # -- the bundled portals ------------------------------------------------------------------------------------
