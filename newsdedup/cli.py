@@ -59,7 +59,7 @@ def cmd_sites(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
             print(f"wrote the packaged site file to {args.output}; "
-                  f"crawl it with: newsdedup crawl -a sites={args.output}", file=sys.stderr)
+                  f"crawl it with: newsdedup crawl --sites {args.output}", file=sys.stderr)
         return 0
     try:
         sites = load_sites(args.sites)
@@ -269,6 +269,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         for setting in args.setting or ():
             if "=" not in setting:
                 raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
+        from newsdedup.run.settings_file import check_names
+
+        check_names([setting.partition("=")[0] for setting in args.setting or ()], source="-s")
     except ValueError as exc:
         print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
@@ -548,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Parsed by the crawl command itself (Scrapy's options): `newsdedup crawl --help` lists them.
     sub.add_parser("crawl", add_help=False,
                    help="crawl the portals into the database, from any folder: the same crawl as `scrapy crawl "
-                   "portal` (-s NAME=VALUE, --settings FILE, -a sites=FILE, -a site=NAME, -O FILE; see --help)")
+                   "portal` (-s NAME=VALUE, --settings FILE, --sites FILE, -a site=NAME, -O FILE; see --help)")
     sites = sub.add_parser(
         "sites", help="check and list a site file, or print the packaged one to edit (--example > sites.toml)",
         description="Checks a site file as the crawl does and lists its portals (name, allowed domains, start "
@@ -556,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sites.add_argument("--sites", metavar="FILE", help="the site file (default: the packaged one)")
     sites.add_argument("--example", action="store_true",
-                       help="write out the packaged site file, to edit and crawl with -a sites=FILE")
+                       help="write out the packaged site file, to edit and crawl with --sites FILE")
     sites.add_argument("--output", "-o", default="-", help="--example: output file (default: standard output)")
     sites.set_defaults(func=cmd_sites)
 
@@ -619,7 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")
     monitor.add_argument("--storage", default=storage_default, help=storage_help)
-    monitor.add_argument("--sites", help="site file (default: the shipped config/sites.toml)")
+    monitor.add_argument("--sites", metavar="FILE", help="site file (default: the shipped config/sites.toml)")
     monitor.add_argument("--site", action="append", help="only these sites of the file (repeat or comma-separate)")
     monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
                          help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")

@@ -294,7 +294,7 @@ FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "TEL
 
 def crawl_command(sites_file, db, *extra: str, workers: int = 1) -> list[str]:
     return [
-        sys.executable, "-m", "scrapy", "crawl", "portal", "-a", f"sites={sites_file}",
+        sys.executable, "-m", "scrapy", "crawl", "portal", "--sites", str(sites_file),
         "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{db}", "-s", f"NEWSDEDUP_WORKERS={workers}", *FAST, *extra,
     ]
 

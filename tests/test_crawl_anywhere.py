@@ -80,18 +80,33 @@ def test_newsdedup_crawl_runs_from_an_empty_folder_and_stores_the_demo_portal(em
 
 def test_newsdedup_crawl_is_the_project_crawl_command_with_its_checks_and_exit_status(empty_folder):
     (empty_folder / "broken.toml").write_text('[[site]]\nname = "x"\n', encoding="utf-8")
-    result = newsdedup("crawl", "-a", "sites=broken.toml", cwd=empty_folder)
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        "newsdedup: error: broken.toml: site #1 ('x'): missing required key(s) start_urls, allowed_domains, "
-        "article_url_pattern"]
+    for spelling in (("--sites", "broken.toml"), ("-a", "sites=broken.toml")):  # the option, and Scrapy's alias
+        result = newsdedup("crawl", *spelling, cwd=empty_folder)
+        assert result.returncode == 2
+        assert result.stderr.splitlines() == [
+            "newsdedup: error: broken.toml: site #1 ('x'): missing required key(s) start_urls, allowed_domains, "
+            "article_url_pattern"]
     assert not (empty_folder / "newsdedup.sqlite").exists()  # nothing touched before the checks passed
+    result = newsdedup("crawl", "--sites", "broken.toml", "-a", "sites=other.toml", cwd=empty_folder)
+    assert (result.returncode, result.stderr.splitlines()) == (2, [
+        "newsdedup: error: --sites broken.toml and -a sites=other.toml name two site files; give one"])
+
+    # A misspelt NEWSDEDUP_* name is an error wherever it is given, not a setting Scrapy keeps and nothing reads.
+    result = newsdedup("crawl", "-s", "NEWSDEDUP_RETENTON_DAYS=10", cwd=empty_folder)
+    assert (result.returncode, result.stderr.splitlines()) == (2, [
+        "newsdedup: error: -s: unknown setting NEWSDEDUP_RETENTON_DAYS (did you mean NEWSDEDUP_RETENTION_DAYS? the "
+        "NEWSDEDUP_* settings are listed in docs/settings.md)"])
+    result = newsdedup("monitor", "--every", "1m", "-s", "NEWSDEDUP_RETENTON_DAYS=10", cwd=empty_folder)
+    assert (result.returncode, result.stderr.splitlines()) == (2, [
+        "newsdedup monitor: error: -s: unknown setting NEWSDEDUP_RETENTON_DAYS (did you mean NEWSDEDUP_RETENTION_DAYS? "
+        "the NEWSDEDUP_* settings are listed in docs/settings.md)"])
+    assert not (empty_folder / "newsdedup.sqlite").exists()
 
     (empty_folder / "typo.toml").write_text("NEWSDEDUP_WORKRES = 2\n", encoding="utf-8")
     result = newsdedup("crawl", "--settings", "typo.toml", cwd=empty_folder)
     assert (result.returncode, result.stderr.splitlines()) == (2, [
-        "newsdedup: error: typo.toml: unknown setting NEWSDEDUP_WORKRES (the NEWSDEDUP_* settings are listed in "
-        "docs/settings.md)"])
+        "newsdedup: error: typo.toml: unknown setting NEWSDEDUP_WORKRES (did you mean NEWSDEDUP_WORKERS? the "
+        "NEWSDEDUP_* settings are listed in docs/settings.md)"])
 
     (empty_folder / "bad.toml").write_text('NEWSDEDUP_WORKERS = "two"\n', encoding="utf-8")
     result = newsdedup("crawl", "--settings", "bad.toml", cwd=empty_folder)  # checked as -s values are

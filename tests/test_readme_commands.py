@@ -36,7 +36,7 @@ ELSEWHERE = {
     "newsdedup sites --example >": "writes the shipped site file (a shell redirection, not run here)",
     "apt-get update": "the test command (its system packages first): CI runs it",
     "pip install": "installs packages",
-    "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
+    "scrapy crawl portal --sites config/sites.toml": "crawls the real portals (no internet here); "
     "tests/test_crawl_e2e.py runs the same command against a local portal",
     "newsdedup crawl": "crawls the real portals (no internet here); tests/test_crawl_anywhere.py runs it from an "
     "empty folder against a local portal",

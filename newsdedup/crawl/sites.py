@@ -145,7 +145,7 @@ def load_sites(
         data = source.read_bytes()
     except FileNotFoundError:
         raise SiteConfigError(
-            f"{source}: site file not found; pass an existing TOML file (-a sites=PATH) "
+            f"{source}: site file not found; pass an existing TOML file (--sites PATH) "
             f"or omit it to use the packaged default"
         ) from None
     except OSError as exc:

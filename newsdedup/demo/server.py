@@ -7,7 +7,7 @@ benchmark and the crawl tests all run on it::
 
     with DemoPortalServer(day=1) as server:
         Path("demo-sites.toml").write_text(server.sites_toml(), encoding="utf-8")
-        ...  # scrapy crawl portal -a sites=demo-sites.toml
+        ...  # scrapy crawl portal --sites demo-sites.toml
         server.set_day(2)  # the list pages now link to new articles
 
 Responses look like a portal's: ``Content-Type`` with the page's charset (or none), ``Last-Modified`` when the

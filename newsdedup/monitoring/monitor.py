@@ -46,7 +46,7 @@ def crawl_command(*, storage_uri: str, sites: str | None = None, site: str | Non
     if settings_file:
         command += ["--settings", settings_file]
     if sites:
-        command += ["-a", f"sites={sites}"]
+        command += ["--sites", sites]
     if site:
         command += ["-a", f"site={site}"]
     command += ["-s", f"NEWSDEDUP_STORAGE_URI={storage_uri}"]

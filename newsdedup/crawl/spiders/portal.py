@@ -1,6 +1,6 @@
 """The config-driven portal spider: start pages -> list pages -> article pages.
 
-    scrapy crawl portal -a sites=config/sites.toml [-a site=sina[,163...]] -s NEWSDEDUP_STORAGE_URI=sqlite:///news.sqlite
+    scrapy crawl portal --sites config/sites.toml [-a site=sina[,163...]] -s NEWSDEDUP_STORAGE_URI=sqlite:///news.sqlite
 
 Start pages are requested with ``dont_filter`` and list pages are not remembered across runs, so every
 run (and a ``JOBDIR`` resume after ``kill -9``) fetches them again; article pages are yielded raw as
