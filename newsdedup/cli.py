@@ -87,7 +87,7 @@ def _open_existing_store(command: str, uri: str):
     try:
         store.open()
     except StoreError as exc:
-        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        print(f"newsdedup {command}: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return None
     return store
 
@@ -144,7 +144,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if cursor_name and cursor:
             store.save_state(cursor_name, json.dumps(cursor).encode())
     except StoreError as exc:
-        print(f"newsdedup export: error: {exc} (after {count} article pages)", file=sys.stderr)
+        print(f"newsdedup export: error: {exc.for_option('--storage ')} (after {count} article pages)", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -169,7 +169,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     try:
         rows = list(store.iter_failures(sites=_list_option(args.site), skip_reasons=TRANSIENT_SKIPS))
     except StoreError as exc:
-        print(f"newsdedup failures: error: {exc}", file=sys.stderr)
+        print(f"newsdedup failures: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -300,7 +300,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
                           args.report, top=args.top)
         except (OSError, StoreError) as exc:
-            monitor.say(f"report not written to {args.report}: {exc}")
+            detail = exc.for_option("--storage ") if isinstance(exc, StoreError) else exc
+            monitor.say(f"report not written to {args.report}: {detail}")
             return
         monitor.say(f"report written to {args.report} ({report['totals']['stories']} stories since {since})")
 
@@ -633,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
     monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
-    monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
+    monitor.add_argument("--runs", type=int, help="stop after this many crawls; a tick skipped for the lock is not one "
+                         "(default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")

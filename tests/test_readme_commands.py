@@ -32,6 +32,7 @@ from conftest import REPO_ROOT
 ELSEWHERE = {
     "python3 -m venv": "the two set-up commands: CI runs the test command, tests/test_quick_start.py the demo one "
     "in a fresh venv",
+    "newsdedup demo --serve": "serves until Ctrl-C; tests/test_demo_serve.py runs it, .ci/user-install crawls it",
     "newsdedup demo": "tests/test_cli.py runs the demo",
     "newsdedup sites --example >": "writes the shipped site file (a shell redirection, not run here)",
     "apt-get update": "the test command (its system packages first): CI runs it",
