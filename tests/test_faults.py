@@ -7,6 +7,7 @@ stored, recorded as a repeat, or listed as skipped or failed with a reason.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -255,12 +256,23 @@ def test_a_database_locked_past_the_crawl_saves_nothing_says_so_and_the_next_run
         assert_all_recorded(site, db)
 
 
+# The sleep system calls (nanosleep, clock_nanosleep) by machine, as /proc/PID/syscall numbers them.
+_SLEEP_SYSCALLS = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}
+
+
 def _waiting_in_sqlite(pid: int) -> bool:
     """Whether the crawl's main thread sleeps in the kernel: SQLite's busy handler waiting for another process's
     lock. The crawl commits on that thread (Twisted's reactor); otherwise it waits in epoll and never sleeps there
-    (with NEWSDEDUP_STORAGE_RETRIES=0 not even between commit attempts)."""
+    (with NEWSDEDUP_STORAGE_RETRIES=0 not even between commit attempts). Read from the system call the thread is in
+    (/proc/PID/syscall), or from its wait channel where that is named (some kernels report ``0`` there)."""
     try:
-        return Path(f"/proc/{pid}/wchan").read_text() == "hrtimer_nanosleep"
+        syscall = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        syscall = []
+    if syscall and syscall[0] in _SLEEP_SYSCALLS.get(os.uname().machine, ()):
+        return True
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() in ("hrtimer_nanosleep", "do_nanosleep")
     except OSError:
         return False
 
