@@ -82,11 +82,11 @@ def hung_article_html(*, number: int = 0) -> bytes:
     """An article page whose extraction does not end, on any machine: a page that hangs, not a big one.
 
     Its last paragraph holds a ``<span>`` with :data:`HUNG_ATTRIBUTES` distinct attributes without values
-    (``<span a0 a1 ... a1e847f>``). libxml2's HTML parser (2.14, in lxml's wheels) checks each attribute of a tag against
-    every one before it for a duplicate, so parsing the tag costs n²/2 comparisons, all in C, without a return to
+    (``<span a0 a1 ... a1e847f>``). libxml2's HTML parser (2.14, in lxml's wheels) checks each attribute of a tag
+    against every one before it for a duplicate, so parsing the tag costs n²/2 comparisons, all in C, without a return to
     Python. Measured through ``extract_article`` on an idle machine of 2026-11: 6 s for 50,000 attributes, 25 s for
-    100,000; 2 million is 400 times 100,000's work: almost 3 hours, over 600 times the 15 s limit the tests set, and a
-    quarter of an hour on a machine ten times faster. It is 15 MB: crawls of it need the BIG download settings of
+    100,000; 2 million is 400 times 100,000's work: almost 3 hours, over 600 times the 15 s limit the tests set, and
+    a quarter of an hour on a machine ten times faster. It is 15 MB: crawls of it need the BIG download settings of
     tests/test_faults.py.
 
     Not a bug of ours to fix (no real page carries such a tag; the time limit is the answer to it), used as what these

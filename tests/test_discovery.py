@@ -195,10 +195,11 @@ def test_the_pager_stops_at_nothing_new_at_the_end_at_the_limit_and_goes_through
     assert pager.page_done(links=2, new=2) is None and pager.stop_reason == "end"
     assert (pager.pages, pager.indexes) == (4, 2)
     # Under max_pages = 1 an index's first sitemap is read, and only that one.
-    (small,) = one_site('[[site.sources]]\nkind = "sitemap"\nurl = "https://www.example.com/index.xml"\nmax_pages = 1\n').sources
+    (small,) = one_site('[[site.sources]]\nkind = "sitemap"\nurl = "https://www.example.com/index.xml"\n'
+                        'max_pages = 1\n').sources
     pager = Pager(small)
-    assert pager.page_done(links=0, new=0, children=["https://www.example.com/1.xml", "https://www.example.com/2.xml"]) \
-        == "https://www.example.com/1.xml"
+    children = ["https://www.example.com/1.xml", "https://www.example.com/2.xml"]
+    assert pager.page_done(links=0, new=0, children=children) == "https://www.example.com/1.xml"
     resumed = Pager(small, **pager.state())  # the state a request carries
     assert resumed.page_done(links=3, new=3) is None and resumed.stop_reason == "max_pages"
     # An index that names itself stops at max_pages index pages.

@@ -156,7 +156,8 @@ def test_the_url_day_picks_the_byline_and_is_the_last_resort():
 
 
 def test_visible_text_folds_blank_runs_and_lines():
-    page = lxml.html.fromstring("<div><p>一\u00a0\u00a0二\t 三</p>\n \u2002\n<p>\u3000四 \u2002\u2002 五 </p><p> </p>六</div>")
+    page = lxml.html.fromstring(
+        "<div><p>一\u00a0\u00a0二\t 三</p>\n \u2002\n<p>\u3000四 \u2002\u2002 五 </p><p> </p>六</div>")
     assert visible_text(page) == "一 二 三\n四 \u2002\u2002 五\n六"
 
 

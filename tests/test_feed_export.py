@@ -115,7 +115,8 @@ def test_what_fails_after_our_pipelines_fails_the_run(portal, tmp_path, broken):
     )
     stored = sum(sqlite_counts(db).values())
     manifest = load_manifest()
-    xinghe = [path for path in manifest["by_day"][1]["new_article_pages"] if manifest["pages"][path]["portal"] == "xinghe"]
+    xinghe = [path for path in manifest["by_day"][1]["new_article_pages"]
+              if manifest["pages"][path]["portal"] == "xinghe"]
     assert stored == len(xinghe) == 5, result.stderr[-4000:]  # every page safe in the store, whatever failed after it
     assert result.returncode == 8, result.stderr[-4000:]
     assert problem.format(n=stored) in result.stderr, result.stderr[-3000:]

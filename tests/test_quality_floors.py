@@ -458,7 +458,8 @@ def test_a_shallow_clone_fetches_its_history_and_checks_all_of_it(history_repo: 
 def _git_state(repo: Path) -> dict[str, str]:
     """What reading the history must leave as it was in a checkout: its shallow boundary, config, refs and objects."""
     git_dir = Path(_git_output(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
-    state = {name: (git_dir / name).read_text() for name in ("shallow", "config", "FETCH_HEAD") if (git_dir / name).exists()}
+    files = ("shallow", "config", "FETCH_HEAD")
+    state = {name: (git_dir / name).read_text() for name in files if (git_dir / name).exists()}
     state["refs"] = _git_output(repo, "for-each-ref").stdout
     state["objects"] = _git_output(repo, "count-objects", "-v").stdout
     return state

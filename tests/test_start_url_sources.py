@@ -26,12 +26,12 @@ def _pages(base: str) -> dict[str, Response]:
     pages = {f"/news/{n}.html": Response(article_html(f"第{n}条测试新闻", article_paragraphs(300 + n)).encode())
              for n in range(1, 10)}
     pages["/index.html"] = Response(
-        f'<html><body><a href="/news/1.html">一</a> <a href="{QUERY_ARTICLE.replace("&", "&amp;")}">九</a></body></html>'
-        .encode())
+        f'<html><body><a href="/news/1.html">一</a> <a href="{QUERY_ARTICLE.replace("&", "&amp;")}">九</a>'
+        "</body></html>".encode())
     items = "".join(f"<item><title>第{n}条</title><link>{base}/news/{n}.html</link>"
                     f"<pubDate>Fri, 20 Nov 2026 0{n}:00:00 +0800</pubDate></item>" for n in FROM_RSS)
-    pages["/rss.xml"] = Response(f'<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel><title>测试</title>'
-                                 f"{items}</channel></rss>".encode(), "application/rss+xml")
+    pages["/rss.xml"] = Response(f'<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+                                 f"<title>测试</title>{items}</channel></rss>".encode(), "application/rss+xml")
     pages["/sitemap_index.xml"] = Response(
         ('<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
          f"<sitemap><loc>{base}/sitemaps/a.xml.gz</loc><lastmod>2026-11-20</lastmod></sitemap>"
@@ -91,7 +91,8 @@ keep_query = ["url", "q", "id"]
     for number, path, description, declared in (
         (2, "/rss.xml", "an RSS/Atom feed", 'kind = "feed"'),
         (3, "/sitemap_index.xml", "a sitemap", 'kind = "sitemap"'),
-        (4, "/feed.json", "a JSON Feed", 'kind = "json"\nurl = "' + base + '/feed.json"\nitems = "items"\nlink = "url"'),
+        (4, "/feed.json", "a JSON Feed",
+         'kind = "json"\nurl = "' + base + '/feed.json"\nitems = "items"\nlink = "url"'),
     ):
         kind = declared.split('"')[1]
         line = (f"site fixture: start URL {base}{path} is {description}, read as list source start{number}-{kind}; "
@@ -100,5 +101,6 @@ keep_query = ["url", "q", "id"]
         assert declared in log
     assert f"start URL {base}/index.html is" not in log
     by_source = next(line for line in log.splitlines() if "links by source:" in line)
-    for expected_count in ("html 2", "start2-feed 2 in 1 page", "start3-sitemap 3 in 3 pages", "start4-json 2 in 1 page"):
+    for expected_count in ("html 2", "start2-feed 2 in 1 page", "start3-sitemap 3 in 3 pages",
+                           "start4-json 2 in 1 page"):
         assert expected_count in by_source, (expected_count, by_source)

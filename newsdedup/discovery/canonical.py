@@ -10,9 +10,9 @@ Portals publish one article under several URLs: a mobile twin (``m.sohu.com/a/..
     scheme = "https"                             # optional
 
 ``keep_query`` left out keeps the query as it is; ``keep_query = []`` drops all of it. The parameters kept keep the
-portal's own text (``url=http://x.cn/y``, ``q=a%20b``, a bare ``id``: as the portal wrote them, not re-encoded), since
-the URL requested must be the portal's. The fragment is always dropped. The spider requests the canonical URL, so twins are fetched once, and the URL filter, ``export`` and
-the report all see that one URL.
+portal's own text (``url=http://x.cn/y``, ``q=a%20b``, a bare ``id``: as the portal wrote them, not re-encoded),
+since the URL requested must be the portal's. The fragment is always dropped. The spider requests the canonical URL,
+so twins are fetched once, and the URL filter, ``export`` and the report all see that one URL.
 
 >>> rules = parse_canonical({"hosts": {"m.sohu.com": "www.sohu.com"}, "keep_query": ["id"], "scheme": "https"},
 ...                         "site 'sohu'", ("sohu.com",))
