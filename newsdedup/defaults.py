@@ -70,7 +70,8 @@ NEWSDEDUP_RETENTION_DAYS = 30
 # Folder where the exact filter, the SpotSigs near-duplicate index, the passage-reuse index and the URL filter persist
 # between crawls, so a start opens them in seconds instead of rebuilding them from the store (docs/how-it-works.md). `auto`: beside a
 # SQLite file (`<file>.state`), for PostgreSQL in this machine's cache (`~/.cache/newsdedup/state/<host>-<port>-<db>`);
-# `none`: rebuild at every start.
+# `none`: rebuild at every start. Each file is checked against its checksum when opened (a damaged one is named in a
+# warning and its part rebuilt from the store); one process writes the folder at a time (its `lock` file).
 NEWSDEDUP_STATE_DIR = "auto"
 # False-positive bound of the exact-text Bloom filter (a false positive costs one lookup in the store, never an
 # article).

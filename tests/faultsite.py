@@ -292,10 +292,19 @@ FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "TEL
         "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8", "-s", "LOG_LEVEL=INFO")
 
 
+def storage_uri(db) -> str:
+    """``db`` is a SQLite file's path or a ``postgresql://`` URI (the fault tests run on both stores)."""
+    return db if is_postgres(db) else f"sqlite:///{db}"
+
+
+def is_postgres(db) -> bool:
+    return isinstance(db, str) and db.startswith("postgresql://")
+
+
 def crawl_command(sites_file, db, *extra: str, workers: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "scrapy", "crawl", "portal", "--sites", str(sites_file),
-        "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{db}", "-s", f"NEWSDEDUP_WORKERS={workers}", *FAST, *extra,
+        "-s", f"NEWSDEDUP_STORAGE_URI={storage_uri(db)}", "-s", f"NEWSDEDUP_WORKERS={workers}", *FAST, *extra,
     ]
 
 
@@ -304,39 +313,83 @@ def run_crawl(sites_file, db, *extra: str, workers: int = 1, timeout: float = 24
                           capture_output=True, text=True, timeout=timeout)
 
 
-def start_crawl(sites_file, db, *extra: str, workers: int = 1, log: Path | None = None) -> subprocess.Popen:
+def start_crawl(sites_file, db, *extra: str, workers: int = 1, log: Path | None = None,
+                **popen: object) -> subprocess.Popen:
     out = open(log, "w", encoding="utf-8") if log is not None else subprocess.DEVNULL
     return subprocess.Popen(crawl_command(sites_file, db, *extra, workers=workers), cwd=REPO_ROOT,
-                            stdout=out, stderr=subprocess.STDOUT)
+                            stdout=out, stderr=subprocess.STDOUT, **popen)
 
 
 def outcomes(db) -> dict[str, list[tuple[str, str]]]:
     """Every URL the database recorded, with each (table, status/reason/kind) it is in."""
     found: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)
-    if not Path(db).exists():
-        return {}
-    with sqlite3.connect(db) as conn:
-        for table, column in (("articles", "status"), ("repeats", "'exact_duplicate'"), ("skipped", "reason"),
-                              ("failures", "kind")):
-            try:
-                for url, what in conn.execute(f"SELECT url, {column} FROM {table}"):
-                    found[url].append((table, what))
-            except sqlite3.OperationalError:  # killed before the schema was written
-                return {}
+    for table, column in (("articles", "status"), ("repeats", "'exact_duplicate'"), ("skipped", "reason"),
+                          ("failures", "kind")):
+        try:
+            for url, what in rows(db, f"SELECT url, {column} FROM {table}"):
+                found[url].append((table, what))
+        except _MissingTable:  # killed before the schema was written
+            return {}
     return dict(found)
 
 
+class _MissingTable(Exception):
+    """The database or the table is not there yet."""
+
+
 def rows(db, query: str, *args) -> list[tuple]:
+    """The rows of ``query`` (``?`` placeholders) in the SQLite file or PostgreSQL database ``db``, read with the
+    database's own client, not through newsdedup."""
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            try:
+                return conn.execute(query.replace("?", "%s"), args).fetchall()
+            except psycopg.errors.UndefinedTable as exc:
+                raise _MissingTable(str(exc)) from None
+    if not Path(db).exists():
+        raise _MissingTable(str(db))
     with sqlite3.connect(db) as conn:
-        return conn.execute(query, args).fetchall()
+        try:
+            return conn.execute(query, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            raise _MissingTable(str(exc)) from None
 
 
 def count(db, table: str) -> int:
     """Rows in ``table`` now, 0 while the crawl has not created the database yet."""
     try:
-        return rows(db, f"SELECT COUNT(*) FROM {table}")[0][0] if Path(db).exists() else 0
-    except sqlite3.OperationalError:
+        return rows(db, f"SELECT COUNT(*) FROM {table}")[0][0]
+    except _MissingTable:
         return 0
+
+
+def assert_all_recorded(site: FaultSite, db, expected: dict[str, tuple[str, str]] | None = None) -> dict:
+    """Every article page of the site is in exactly one table; ``expected`` pins some paths' outcome."""
+    found = outcomes(db)
+    for path in site.article_paths:
+        url = site.url(path)
+        assert len(found.get(url, [])) == 1, (path, found.get(url))
+    for path, outcome in (expected or {}).items():
+        assert found[site.url(path)] == [outcome], (path, found[site.url(path)])
+    return found
+
+
+def clusters(db) -> set[frozenset[str]]:
+    """The stored articles partitioned by cluster, by URL (cluster numbers differ between two crawls; the
+    partition does not), with each exact repeat in its original's cluster."""
+    members: dict[str, set[str]] = collections.defaultdict(set)
+    cluster_of = {}
+    for url, cluster in rows(db, "SELECT url, cluster_id FROM articles"):
+        key = str(cluster) if cluster is not None else url
+        members[key].add(url)
+        cluster_of[url] = key
+    for url, original in rows(db, "SELECT url, repeat_of FROM repeats"):
+        members[cluster_of.get(original, original)].add(url)
+    return {frozenset(group) for group in members.values()}
 
 
 # --- processes --------------------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedup.store_state) with.
 
-Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it.
+Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it or damage its state.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+from conftest import REPO_ROOT
 
 from newsdedup.dedup.bloom_disk import PersistedBloomFilter
 from newsdedup.dedup.features import unpack_spots
@@ -45,3 +49,16 @@ def saved_state(folder: Path, near: NearSettings = NearSettings()):
     exact = PersistedBloomFilter.open(folder / "exact")
     urls = PersistedBloomFilter.open(folder / "urls") if (folder / "urls.json").exists() else None
     return window["marks"], index, exact, urls
+
+
+def export(db) -> dict[str, tuple]:
+    """Each page's (status, similarity, story), its story as the set of its pages (a story's first page depends on
+    the order concurrent fetches arrive in; which pages make a story does not)."""
+    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    stories: dict[int, set[str]] = {}
+    for row in rows:
+        stories.setdefault(row["cluster_id"], set()).add(row["url"].split("/", 3)[3])
+    return {row["url"].split("/", 3)[3]: (row["status"], row["similarity"], frozenset(stories[row["cluster_id"]]))
+            for row in rows}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
+from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 from newsdedup.crawl.sites import default_sites_path, load_sites
 from newsdedup.demo.server import DemoPortalServer, load_manifest
 from newsdedup.storage import open_store
@@ -168,3 +169,24 @@ def test_monitor_passes_its_settings_file_on_to_each_crawl(empty_folder):
     log = (empty_folder / "monitor.log").read_text(encoding="utf-8")
     assert "newsdedup: error: NEWSDEDUP_WORKERS: expected a whole number or none, got 'two'" in log
     assert "crawl finished with exit status 2" in log
+
+
+def test_newsdedup_crawl_stores_the_demo_portal_in_each_store_and_releases_the_run_lock(empty_folder, store_uri):
+    """One process, each documented store, the user's command: the run lock the command's check took is the one
+    the crawl writes under (PostgreSQL's is a session lock: a second connection asking for it was refused), and it
+    is released at the end, so a second run starts."""
+    (empty_folder / "fast.toml").write_text(FAST_SETTINGS, encoding="utf-8")
+    with DemoPortalServer(day=1) as server:
+        (empty_folder / "sites.toml").write_text(server.sites_toml(), encoding="utf-8")
+        runs = [newsdedup("crawl", "-a", "sites=sites.toml", "--settings", "fast.toml", "-s", "NEWSDEDUP_WORKERS=1",
+                          "-s", f"NEWSDEDUP_STORAGE_URI={store_uri}", cwd=empty_folder) for _ in range(2)]
+    for result in runs:
+        assert result.returncode == 0, result.stderr[-4000:]
+        assert "Traceback" not in result.stderr and " ERROR: " not in result.stderr, result.stderr[-4000:]
+        assert "newsdedup run finished: exit status 0 (ok)" in result.stderr
+    first, second = (summary_rows(result.stderr) for result in runs)
+    # Day 1 of the demo portal: 16 article pages stored (.ci/check_summary.py), none again on the second run.
+    assert sum(row["stored"] for row in first.values()) == 16
+    assert sum(row["stored"] for row in second.values()) == 0
+    with open_store(store_uri) as store:
+        assert store.counts().articles == 16

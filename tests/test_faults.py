@@ -24,6 +24,7 @@ from faultsite import (
     PLACEHOLDER,
     FaultSite,
     always,
+    assert_all_recorded,
     alive,
     body_once,
     busy_worker,
@@ -48,17 +49,6 @@ def summary_of(log: str) -> str:
     """The closing summary the crawl logged (from its first line to the stats dump)."""
     start = log.index("newsdedup run ")
     return log[start:log.index("Dumping Scrapy stats", start)]
-
-
-def assert_all_recorded(site: FaultSite, db, expected: dict[str, tuple[str, str]] | None = None) -> dict:
-    """Every article page of the site is in exactly one table; ``expected`` pins some paths' outcome."""
-    found = outcomes(db)
-    for path in site.article_paths:
-        url = site.url(path)
-        assert len(found.get(url, [])) == 1, (path, found.get(url))
-    for path, outcome in (expected or {}).items():
-        assert found[site.url(path)] == [outcome], (path, found[site.url(path)])
-    return found
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:

@@ -38,6 +38,7 @@ from newsdedup.run import options
 from newsdedup.run import retention
 from newsdedup.run import runstats
 from newsdedup.storage import open_store
+from newsdedup.storage.base import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -133,11 +134,15 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
 
     def _persisted_urls(self, store, since: str | None) -> int | None:
         """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
-        from newsdedup.dedup.store_state import UrlState
+        from newsdedup.dedup.store_state import FolderBusy, UrlState
 
         try:
             self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
                                                        retention_days=self.retention_days, since=since, key=url_key)
+        except FolderBusy as exc:  # another process writes the folder: left alone for this run
+            logger.warning("URL filter state: %s; read from the store for this run", exc)
+            self.state_dir = None
+            return None
         except OSError as exc:  # a folder it cannot write: this run reads the URLs, as without one
             logger.error("URL filter state in %s unusable (%s): read from the store for this run", self.state_dir, exc)
             self.state_dir = None
@@ -159,9 +164,14 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
             try:
                 if self.state_dir is not None and self.seen_articles is not None:
                     self.seen_articles.sync(self.store, force_save=True)  # this run's URLs: not read at the next start
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
             finally:
-                self.store.close()
+                if self.state_dir is not None and self.seen_articles is not None:
+                    self.seen_articles.close()  # releases the state folder's lock
+                try:
+                    self.store.close()
+                except StoreError as exc:  # a read-only use: nothing pending to lose
+                    logger.warning("%s", exc)
                 self.store = None
         return super().close(reason)

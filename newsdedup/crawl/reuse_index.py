@@ -15,7 +15,8 @@ brought level with the store, the truth:
 
 * the snapshot's *mark* is the store's last committed article id when it was written; a store whose last id is
   below it (restored from a backup, another database) gets a full rebuild, as does a snapshot that cannot be
-  read or was written with other winnowing parameters;
+  read or was written with other winnowing parameters, and one with a file missing or damaged (each file's
+  checksum is verified before use: a warning names the file);
 * stories the snapshot holds above its mark (indexed while their batch was still open: the crawl stopped before
   the commit) are dropped, then the centres stored after the mark are read and indexed (the catch-up);
 * the retention window is the store's: the stories whose cluster is no longer active since the window's start
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from newsdedup.dedup.reuse import ReuseTracker, SnapshotError
+from newsdedup.dedup.reuse import ReuseTracker, SnapshotDamaged, SnapshotError
 from newsdedup.dedup.status import UNIQUE
 from newsdedup.storage.base import ArticleRecord, ArticleStore, ReuseRecord
 
@@ -71,8 +72,9 @@ class StoryReuse:
         started = time.perf_counter()
         try:
             tracker, meta = ReuseTracker.open(folder, text_of=_text_reader(store))
-        except SnapshotError as error:
-            logger.info("passage-reuse index: %s; rebuilding it from the store", error)
+        except SnapshotError as error:  # a damaged file is a warning naming it; none yet (a first crawl) is not
+            logger.log(logging.WARNING if isinstance(error, SnapshotDamaged) else logging.INFO,
+                       "passage-reuse index: %s; rebuilding it from the store", error)
             return cls.rebuild(store, since=since, folder=folder)
         mark, last = meta.get("mark"), store.last_article_id()
         if not isinstance(mark, int) or mark > last:

@@ -54,7 +54,6 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import zipfile
@@ -69,10 +68,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from newsdedup.dedup.durable import fsync_folder, write_durably
+from newsdedup.dedup.durable import StateDamaged, fsync_folder, read_manifest, verify_file, write_durably, write_manifest
 from newsdedup.text.normalize import exact_form_with_offsets
 
-__all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "SnapshotError", "qualify", "winnow"]
+__all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "SnapshotDamaged", "SnapshotError", "qualify", "winnow"]
 
 #: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
 K = 8
@@ -83,7 +82,7 @@ MIN_FRACTION = 0.08
 MAX_SOURCES = 16
 
 #: The saved index's layout (:meth:`ReuseIndex.save`); a change of it, or of how :func:`winnow` hashes, bumps it.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: each file's checksum in the meta file, the meta file's own in it
 _META = "meta.json"
 _SEGMENT_ARRAYS = {"keys": np.uint64, "seqs": np.uint32, "positions": np.uint32}
 _STORY_ARRAYS = ("ids", "alive", "when", "counts")
@@ -316,6 +315,14 @@ class SnapshotError(Exception):
     caller rebuilds the index instead."""
 
 
+class SnapshotDamaged(SnapshotError):
+    """A file of a saved index is missing or is not what was saved (its checksum): :attr:`path` names it."""
+
+    def __init__(self, damaged: StateDamaged) -> None:
+        self.path = damaged.path
+        super().__init__(str(damaged))
+
+
 @dataclass
 class _Segment:
     keys: np.ndarray  # uint64, sorted
@@ -376,6 +383,7 @@ class ReuseIndex:
         self._counts = np.empty(0, np.int64)  # postings a story added (its dead ones counted without a scan)
         self._oldest = math.inf  # no live story's time is before this (expire's fast path)
         self._segments: list[_Segment] = []
+        self._checksums: dict[str, str] = {}  # a saved file's name -> the checksum of its bytes
         self._dead_postings = 0
         self._postings = 0
 
@@ -522,22 +530,24 @@ class ReuseIndex:
                 # mix them under its meta, were it to be read before the new meta replaces it.
                 segment.file = f"segment-{secrets.token_hex(8)}"
                 for name in _SEGMENT_ARRAYS:
-                    write_durably(folder / f"{segment.file}-{name}.npy",
-                                  lambda handle, values=getattr(segment, name): np.save(handle, values))
+                    file = f"{segment.file}-{name}.npy"
+                    self._checksums[file] = write_durably(
+                        folder / file, lambda handle, values=getattr(segment, name): np.save(handle, values))
                 # From now on read from the file: the segment's memory goes back to the page cache.
                 for name in _SEGMENT_ARRAYS:
                     setattr(segment, name, _mapped(folder / f"{segment.file}-{name}.npy"))
         stories = f"stories-{secrets.token_hex(8)}.npz"
         n = len(ids)
         arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n]}
-        write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        self._checksums[stories] = write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        wanted = {stories} | {f"{segment.file}-{name}.npy" for segment in self._segments for name in _SEGMENT_ARRAYS}
+        self._checksums = {file: checksum for file, checksum in self._checksums.items() if file in wanted}
         meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "stories": stories,
                 "count": n, "segments": [segment.file for segment in self._segments], "postings": self._postings,
-                "dead_postings": self._dead_postings}
-        write_durably(folder / _META, lambda handle: handle.write(json.dumps(meta).encode()))
+                "dead_postings": self._dead_postings, "checksums": self._checksums}
+        write_manifest(folder / _META, meta)  # last: it makes the files above the snapshot, checksums and all
         fsync_folder(folder)
-        wanted = {_META, stories} | {f"{segment.file}-{name}.npy" for segment in self._segments
-                                     for name in _SEGMENT_ARRAYS}
+        wanted.add(_META)
         for path in folder.iterdir():
             if path.name not in wanted and path.name.startswith(("segment-", "stories-")):
                 path.unlink()  # an earlier snapshot's (a mapped file stays readable until unmapped)
@@ -547,15 +557,17 @@ class ReuseIndex:
         """The index :meth:`save` wrote to ``folder``, and its meta (``extra`` included): segments memory-mapped,
         per-story arrays in RAM.  ``settings``: as for a new index; ``k`` and ``w`` must be the saved ones.
         Stories added afterwards are held in RAM and written by the next :meth:`save`.  SnapshotError when
-        there is no snapshot, it cannot be read or it was saved with other parameters."""
+        there is no snapshot, it cannot be read or it was saved with other parameters; SnapshotDamaged naming the
+        file when one is missing or its bytes are not those saved (every file is verified against the checksum the
+        meta file holds, and the meta file against its own, before it is used)."""
         index = cls(**settings)
         folder = Path(folder)
         try:
-            meta = json.loads((folder / _META).read_text())
+            meta = read_manifest(folder / _META)
         except FileNotFoundError:
             raise SnapshotError(f"no saved index in {folder}") from None
-        except (OSError, ValueError) as error:
-            raise SnapshotError(f"{folder / _META} cannot be read: {error}") from None
+        except StateDamaged as damaged:
+            raise SnapshotDamaged(damaged) from None
         if not isinstance(meta, dict) or meta.get("format") != SNAPSHOT_FORMAT:
             found = meta.get("format") if isinstance(meta, dict) else meta
             raise SnapshotError(f"{folder} holds another format ({found!r}; this version reads {SNAPSHOT_FORMAT})")
@@ -563,6 +575,10 @@ class ReuseIndex:
             raise SnapshotError(f"{folder} was saved with k={meta.get('k')}, w={meta.get('w')}; "
                                 f"the index now has k={index.k}, w={index.w}")
         try:
+            checksums = meta["checksums"]
+            for file in [meta["stories"], *(f"{name}-{array}.npy" for name in meta["segments"]
+                                            for array in _SEGMENT_ARRAYS)]:
+                verify_file(folder / file, checksums.get(file))
             with np.load(folder / meta["stories"]) as stored:
                 stories = {name: stored[name] for name in _STORY_ARRAYS}
             count = int(meta["count"])
@@ -575,7 +591,10 @@ class ReuseIndex:
                     raise ValueError(f"segment {name}'s arrays do not match")
                 index._segments.append(_Segment(**arrays, file=name))
             postings, dead = int(meta["postings"]), int(meta["dead_postings"])
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # torn, truncated
+        except StateDamaged as damaged:
+            raise SnapshotDamaged(damaged) from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError,
+                zipfile.BadZipFile) as error:  # torn, truncated
             raise SnapshotError(f"the index saved in {folder} cannot be read: {error}") from None
         live = stories["alive"] & (stories["ids"] >= 0)
         index._ids = _StoryIds(stories["ids"], live)
@@ -585,6 +604,7 @@ class ReuseIndex:
         times = times[~np.isnan(times)]
         index._oldest = float(times.min()) if len(times) else math.inf
         index._postings, index._dead_postings = postings, dead
+        index._checksums = dict(checksums)
         return index, meta
 
     def live_ids(self) -> np.ndarray:

@@ -193,6 +193,11 @@ class StoreInUse(StoreError):
     """Another crawl holds this database's run lock."""
 
 
+class RunLockLost(StoreError):
+    """The connection that held this run's lock is gone (the server stopped, restarted or dropped it): another
+    crawl may be writing now, so this one writes no more and should stop."""
+
+
 @dataclass(frozen=True)
 class StoredRef:
     """The few fields of a stored article that dedup decisions need."""
@@ -293,6 +298,10 @@ class ArticleStore(Protocol):
 
     def on_commit(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every successful commit."""
+        ...
+
+    def on_lock_lost(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(message)`` once when the run lock is found lost (:class:`RunLockLost`)."""
         ...
 
     def pending_count(self) -> int:

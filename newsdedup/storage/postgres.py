@@ -30,7 +30,7 @@ from psycopg import errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from newsdedup import defaults  # the shipped defaults, written there only
-from newsdedup.storage.base import STORAGE_OPTION, StoreError, StoreInUse
+from newsdedup.storage.base import STORAGE_OPTION, RunLockLost, StoreError, StoreInUse
 from newsdedup.storage.sql import (
     ARTICLE_COLUMNS,
     FAILURE_COLUMNS,
@@ -212,12 +212,25 @@ class PostgresStore(SQLStore):
             if missing:
                 raise StoreError(f"{self.name}: table {table} lacks column(s) {', '.join(missing)}: {_WHAT_TO_DO}")
 
+    def _run_lock_gone(self) -> bool:
+        if not self._locked:
+            return False
+        writer = self._writer
+        if writer is None or writer.closed or writer.broken:
+            return True
+        try:  # a server that went away is seen here at once, not after a read waited for the pool
+            writer.execute("SELECT 1")
+            return False
+        except psycopg.Error:
+            return True
+
     def _writer_connection(self) -> psycopg.Connection:
         if self._writer is None or self._writer.closed:
             if self._locked:
                 # The connection that held the run lock is gone, and the lock with it: another process may be
                 # writing now. Never write without it.
-                raise StoreError(f"{self.name}: the connection holding the run lock was lost; this crawl stops writing")
+                self._lose_run_lock()
+                raise RunLockLost(self.lock_lost)
             name = f"{_APPLICATION}pid {os.getpid()} on {socket.gethostname()}"[:63]
             self._writer = psycopg.connect(self.uri, autocommit=True, connect_timeout=10, application_name=name)
             # A commit waits this long for a row another transaction holds, then fails and is retried.
@@ -273,17 +286,32 @@ class PostgresStore(SQLStore):
         return self._pool
 
     def _read(self, sql: str, params: Any = ()) -> _Rows:
-        with self.pool.connection() as conn:
+        with self._reading() as conn:
             cursor = conn.execute(pg_sql(sql), params)
             return _Rows(cursor.fetchall() if cursor.description else [], cursor.rowcount)
 
     def _stream(self, sql: str, params: Any = ()) -> Iterator[tuple]:
         # A server-side cursor: rows arrive a thousand at a time instead of all at once.
-        with self.pool.connection() as conn, conn.transaction():
+        with self._reading() as conn, conn.transaction():
             with conn.cursor(name=f"newsdedup_{next(_cursor_names)}") as cursor:
                 cursor.itersize = 1000
                 cursor.execute(pg_sql(sql), params)
                 yield from cursor
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection to read on. Once the run lock is lost the crawl is stopping: reads fail at once
+        instead of each waiting for the pool, and a read failing because the server went away finds it lost."""
+        if self.lock_lost is not None:
+            raise RunLockLost(self.lock_lost)
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            if self._run_lock_gone():
+                self._lose_run_lock()
+                raise RunLockLost(self.lock_lost) from None
+            raise StoreError(f"{self.name}: cannot read ({' '.join(str(exc).split())})") from None
 
     @contextmanager
     def _write(self) -> Iterator[_Transaction]:

@@ -398,6 +398,8 @@ class SQLStore:
         self._committed: Counter = Counter()
         self._next_id = 1
         self._commit_listeners: list[Callable[[], None]] = []
+        self._lock_lost_listeners: list[Callable[[str], None]] = []
+        self.lock_lost: str | None = None  # why the run lock was lost, once it was
 
     # -- what a backend supplies -------------------------------------------------------------
     name = "database"  # how messages name the database (a path, a URI without its password)
@@ -507,6 +509,8 @@ class SQLStore:
                 committed = self._commit_pending()
                 break
             except self._errors as exc:
+                if self._run_lock_gone():
+                    self._lose_run_lock()
                 if not self._busy(exc) or attempt == self.retries:
                     raise StoreError(self._not_saved(exc)) from None
                 logger.warning("%s: database busy (%s); commit attempt %d of %d again in %g s",
@@ -529,6 +533,23 @@ class SQLStore:
     def on_commit(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every successful commit (a persisted dedup state follows the store)."""
         self._commit_listeners.append(listener)
+
+    def on_lock_lost(self, listener: Callable[[str], None]) -> None:
+        self._lock_lost_listeners.append(listener)
+
+    def _run_lock_gone(self) -> bool:
+        """Whether this store held the run lock on a connection that is gone (a backend whose lock lives in a
+        server session says; a file lock cannot be lost)."""
+        return False
+
+    def _lose_run_lock(self) -> None:
+        """Note the lost run lock once, and tell the listeners (the crawl stops)."""
+        if self.lock_lost is not None:
+            return
+        self.lock_lost = f"{self.name}: the connection holding the run lock was lost; this crawl stops writing"
+        logger.error("%s", self.lock_lost)
+        for listener in self._lock_lost_listeners:
+            listener(self.lock_lost)
 
     def _not_saved(self, exc: Exception) -> str:
         return (

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from newsdedup.crawl.pipelines.state import CrawlSettings
+from newsdedup.crawl.pipelines.state import CrawlSettings, CrawlState, hand_over, take_back
 from newsdedup.crawl.sites import SiteConfigError, load_sites
 from newsdedup.run.options import SettingError
 from newsdedup.run.verdict import ExitCode
@@ -66,6 +66,7 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
     except StoreError as exc:
         store.close()
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
+    hand_over(crawl.storage_uri, store)  # the crawl writes through this store: one run lock, on one connection
     return store
 
 
@@ -158,7 +159,16 @@ class Command(ScrapyCrawlCommand):
             self.crawler_process.start()
         finally:
             if self._store is not None:
-                self._store.close()  # releases this process's run lock
+                # The crawl closed it after its record (releasing the run lock); closing again is a no-op. A crawl
+                # that never started leaves it to be closed here.
+                take_back(self._store)
+                self._store.close()
+        open_error = _store_open_error(crawler)
+        if open_error is not None:  # the store could not be opened and locked when the crawl started
+            print(f"newsdedup: error: {open_error}", file=sys.stderr)
+            self.exitcode = int(ExitCode.DATABASE_IN_USE if isinstance(open_error, StoreInUse)
+                                else ExitCode.CONFIG_ERROR)
+            return
         if self.crawler_process.bootstrap_failed:
             self.exitcode = int(ExitCode.SCRAPY_ERROR)
             return
@@ -175,6 +185,15 @@ def _site_file_option(opts) -> None:
         _exit_config_error(f"--sites {opts.sites_file} and -a sites={given} name two site files; give one",
                            ExitCode.CONFIG_ERROR)
     opts.spargs["sites"] = opts.sites_file
+
+
+def _store_open_error(crawler) -> StoreError | None:
+    """Why the crawl's store could not be opened and locked when the crawl started, if so."""
+    try:
+        state = crawler.get_extension(CrawlState)
+    except RuntimeError:  # the crawl never built its extensions
+        return None
+    return state.open_error if state is not None else None
 
 
 def _exit_config_error(message: str, code: ExitCode) -> None:
