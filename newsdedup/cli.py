@@ -59,7 +59,7 @@ def cmd_sites(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
             print(f"wrote the packaged site file to {args.output}; "
-                  f"crawl it with: newsdedup crawl -a sites={args.output}", file=sys.stderr)
+                  f"crawl it with: newsdedup crawl --sites {args.output}", file=sys.stderr)
         return 0
     try:
         sites = load_sites(args.sites)
@@ -87,7 +87,7 @@ def _open_existing_store(command: str, uri: str):
     try:
         store.open()
     except StoreError as exc:
-        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        print(f"newsdedup {command}: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return None
     return store
 
@@ -144,7 +144,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if cursor_name and cursor:
             store.save_state(cursor_name, json.dumps(cursor).encode())
     except StoreError as exc:
-        print(f"newsdedup export: error: {exc} (after {count} article pages)", file=sys.stderr)
+        print(f"newsdedup export: error: {exc.for_option('--storage ')} (after {count} article pages)", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -169,7 +169,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     try:
         rows = list(store.iter_failures(sites=_list_option(args.site), skip_reasons=TRANSIENT_SKIPS))
     except StoreError as exc:
-        print(f"newsdedup failures: error: {exc}", file=sys.stderr)
+        print(f"newsdedup failures: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -269,6 +269,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         for setting in args.setting or ():
             if "=" not in setting:
                 raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
+        from newsdedup.run.settings_file import check_names
+
+        check_names([setting.partition("=")[0] for setting in args.setting or ()], source="-s")
     except ValueError as exc:
         print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
@@ -297,7 +300,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
                           args.report, top=args.top)
         except (OSError, StoreError) as exc:
-            monitor.say(f"report not written to {args.report}: {exc}")
+            detail = exc.for_option("--storage ") if isinstance(exc, StoreError) else exc
+            monitor.say(f"report not written to {args.report}: {detail}")
             return
         monitor.say(f"report written to {args.report} ({report['totals']['stories']} stories since {since})")
 
@@ -548,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Parsed by the crawl command itself (Scrapy's options): `newsdedup crawl --help` lists them.
     sub.add_parser("crawl", add_help=False,
                    help="crawl the portals into the database, from any folder: the same crawl as `scrapy crawl "
-                   "portal` (-s NAME=VALUE, --settings FILE, -a sites=FILE, -a site=NAME, -O FILE; see --help)")
+                   "portal` (-s NAME=VALUE, --settings FILE, --sites FILE, -a site=NAME, -O FILE; see --help)")
     sites = sub.add_parser(
         "sites", help="check and list a site file, or print the packaged one to edit (--example > sites.toml)",
         description="Checks a site file as the crawl does and lists its portals (name, allowed domains, start "
@@ -556,7 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sites.add_argument("--sites", metavar="FILE", help="the site file (default: the packaged one)")
     sites.add_argument("--example", action="store_true",
-                       help="write out the packaged site file, to edit and crawl with -a sites=FILE")
+                       help="write out the packaged site file, to edit and crawl with --sites FILE")
     sites.add_argument("--output", "-o", default="-", help="--example: output file (default: standard output)")
     sites.set_defaults(func=cmd_sites)
 
@@ -619,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")
     monitor.add_argument("--storage", default=storage_default, help=storage_help)
-    monitor.add_argument("--sites", help="site file (default: the shipped config/sites.toml)")
+    monitor.add_argument("--sites", metavar="FILE", help="site file (default: the shipped config/sites.toml)")
     monitor.add_argument("--site", action="append", help="only these sites of the file (repeat or comma-separate)")
     monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
                          help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")
@@ -630,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
     monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
-    monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
+    monitor.add_argument("--runs", type=int, help="stop after this many crawls; a tick skipped for the lock is not one "
+                         "(default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")

@@ -3,9 +3,10 @@
 This module is below Scrapy, like Scrapy's own ``default_settings.py``: it imports nothing, and the algorithms
 (:mod:`newsdedup.dedup`, :mod:`newsdedup.extract`, :mod:`newsdedup.storage`) take their parameters' defaults from it
 without knowing the Scrapy project. The Scrapy settings module (:mod:`newsdedup.settings`) includes it, the command
-line's options read it, and docs/settings.md's reference table is generated from it at build time
-(docs/hooks/settings_reference.py): a ``# -- Heading --`` line starts a group, and the comment lines directly above a
-setting (and one beside it) are its description, so write them for the user who sets it.
+line's options read it, and docs/settings.md's reference table is generated from it
+(``python docs/hooks/regions.py`` after a change; the tests fail while it is stale): a ``# -- Heading --`` line starts
+a group, and the comment lines directly above a setting (and one beside it) are its description, so write them for
+the user who sets it.
 """
 
 # -- Storage --

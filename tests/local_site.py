@@ -68,6 +68,7 @@ def list_html(site: str, links: list[str]) -> bytes:
 class Page:
     body: bytes
     delay: float = 0.0  # seconds before the response: decides which page a crawl receives first
+    gate: threading.Event | None = None  # the response waits until a test sets it (an event, not a guess of time)
 
 
 class LocalSite:
@@ -88,6 +89,8 @@ class LocalSite:
                     self.send_error(404)
                     return
                 time.sleep(page.delay)
+                if page.gate is not None:
+                    page.gate.wait(300)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(page.body)))

@@ -92,6 +92,14 @@ def test_algorithms_and_storage_import_nothing_of_scrapy_or_the_run(layer):
     assert offending == {}
 
 
+def test_the_run_policy_imports_nothing_of_the_crawl_glue():
+    """newsdedup.run (options, retry, verdict, retention) is policy the crawl, monitor and api read: below the glue."""
+    glue = ("scrapy", "twisted", "newsdedup.crawl", "newsdedup.distributed", "newsdedup.settings")
+    offending = {name: sorted(t for t in targets if any(t == g or t.startswith(g + ".") for g in glue))
+                 for name, targets in graph().items() if name.startswith("newsdedup.run")}
+    assert {name: bad for name, bad in offending.items() if bad} == {}
+
+
 def test_importing_the_package_and_its_algorithms_loads_neither_scrapy_nor_an_optional_package():
     code = ("import sys, newsdedup, newsdedup.dedup.engine, newsdedup.extract.extractor, newsdedup.storage, "
             "newsdedup.text.normalize, newsdedup.defaults; "

@@ -179,10 +179,10 @@ def test_failures_lists_failed_and_retried_pages_with_attempts_and_next_try(tmp_
 def test_failures_and_export_of_a_file_that_is_no_database_say_so_in_one_line(tmp_path):
     bad = tmp_path / "notes.sqlite"
     bad.write_text("not a database\n" * 50)
-    for command in ("failures", "export"):
+    for command in ("failures", "export", "report"):
         result = run_cli(command, "--storage", f"sqlite:///{bad}")
         assert result.returncode == 2
         assert result.stderr.strip().splitlines() == [
             f"newsdedup {command}: error: {bad} is not a usable newsdedup database (file is not a database): "
-            "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
+            "move it away or name another file (--storage sqlite:///PATH)"
         ]

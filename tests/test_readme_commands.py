@@ -30,13 +30,14 @@ from conftest import REPO_ROOT
 
 # Line prefixes not run here, and why.
 ELSEWHERE = {
-    "python3 -m venv": "the two set-up commands: CI runs the test command, tests/test_quick_start.py the demo one "
-    "in a fresh venv",
+    "python3 -m venv": "the two set-up commands: CI runs the test command, .ci/user-install the demo one in a copy "
+    "of the checkout (the test suite installs nothing from the package registry)",
+    "newsdedup demo --serve": "serves until Ctrl-C; tests/test_demo_serve.py runs it, .ci/user-install crawls it",
     "newsdedup demo": "tests/test_cli.py runs the demo",
     "newsdedup sites --example >": "writes the shipped site file (a shell redirection, not run here)",
     "apt-get update": "the test command (its system packages first): CI runs it",
     "pip install": "installs packages",
-    "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
+    "scrapy crawl portal --sites config/sites.toml": "crawls the real portals (no internet here); "
     "tests/test_crawl_e2e.py runs the same command against a local portal",
     "newsdedup crawl": "crawls the real portals (no internet here); tests/test_crawl_anywhere.py runs it from an "
     "empty folder against a local portal",

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from newsdedup import defaults
-from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.run.retry import RetryPolicy
 
 # Words that switch an optional number off (``-s NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT=none``).

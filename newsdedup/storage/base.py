@@ -173,11 +173,20 @@ class SiteRunRecord:
     failed: int = 0
 
 
+# How a store's message names the option that picks the database: the crawl's spelling. A command that takes
+# --storage shows the message with its own (StoreError.for_option).
+STORAGE_OPTION = "-s NEWSDEDUP_STORAGE_URI="
+
+
 class StoreError(Exception):
     """The database cannot be used (corrupt, foreign, newer, locked by another run, unreachable).
 
     The message is one line that names the database and what to do about it.
     """
+
+    def for_option(self, option: str) -> str:
+        """The message, naming the database option as a command takes it (``--storage URI``: ``"--storage "``)."""
+        return str(self).replace(STORAGE_OPTION, option)
 
 
 class StoreInUse(StoreError):

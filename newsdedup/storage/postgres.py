@@ -30,7 +30,7 @@ from psycopg import errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from newsdedup import defaults  # the shipped defaults, written there only
-from newsdedup.storage.base import RunLockLost, StoreError, StoreInUse
+from newsdedup.storage.base import STORAGE_OPTION, RunLockLost, StoreError, StoreInUse
 from newsdedup.storage.sql import (
     ARTICLE_COLUMNS,
     FAILURE_COLUMNS,
@@ -52,7 +52,8 @@ logger = logging.getLogger(__name__)
 # crawl, and the schema lock, held while a transaction creates the tables.
 RUN_LOCK_KEY = 0x6E657773  # "news"
 SCHEMA_LOCK_KEY = 0x6E657774
-_WHAT_TO_DO = "use a database of its own for newsdedup (createdb newsdedup) and point NEWSDEDUP_STORAGE_URI at it"
+_WHAT_TO_DO = (f"use a database of its own for newsdedup (createdb newsdedup) and name it "
+               f"({STORAGE_OPTION}postgresql://USER@HOST/newsdedup)")
 _cursor_names = count(1)
 # Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes v - 1 to v
 # (as newsdedup.storage.sqlite's; PostgreSQL databases start at version 4).

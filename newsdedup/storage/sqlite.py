@@ -24,7 +24,7 @@ from pathlib import Path
 
 from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.clock import utc_iso, utc_now
-from newsdedup.storage.base import StoreError, StoreInUse
+from newsdedup.storage.base import STORAGE_OPTION, StoreError, StoreInUse
 from newsdedup.storage.origin import date_of
 from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and tests import them from here
     ARTICLE_COLUMNS,
@@ -44,7 +44,7 @@ from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and 
 logger = logging.getLogger(__name__)
 
 SCHEMA = schema(SQLITE_TYPES)
-_WHAT_TO_DO = "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
+_WHAT_TO_DO = f"move it away or name another file ({STORAGE_OPTION}sqlite:///PATH)"
 
 
 # Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes

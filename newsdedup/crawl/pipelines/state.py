@@ -32,13 +32,13 @@ from scrapy.settings import BaseSettings
 
 from newsdedup.clock import utc_iso, utc_now
 from newsdedup.crawl import engine
-from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.crawl.indexes import DedupIndexes
 from newsdedup.crawl.ordering import InOrder
 from newsdedup.crawl.outputs import handed_on
 from newsdedup.crawl.templates import SiteTemplates
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run import options, retention, runstats
 from newsdedup.run.retry import RetryPolicy
