@@ -1,4 +1,4 @@
-"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, extract, dedup,
+"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, serve, extract, dedup,
 antecedents, eval.
 
 ``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.crawl.commands.crawl`), runnable from any
@@ -314,6 +314,43 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     finally:
         if log is not sys.stderr:
             log.close()
+
+
+# -- serve ---------------------------------------------------------------------------------
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("NEWSDEDUP_SERVE_TOKEN") or None
+    if args.host not in LOOPBACK and not token:
+        print(f"newsdedup serve: error: --host {args.host} opens the desk to other machines: give it a --token "
+              "(or NEWSDEDUP_SERVE_TOKEN), or keep the default 127.0.0.1", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from newsdedup.serve.app import create_app
+        from newsdedup.serve.store import open_readonly
+    except ImportError as exc:
+        print(f"newsdedup serve: error: no module {exc.name}; the desk needs the serve extra: "
+              "pip install 'newsdedup[serve]'", file=sys.stderr)
+        return 2
+    from newsdedup.storage import StoreError
+
+    try:
+        store = open_readonly(args.storage)
+    except StoreError as exc:
+        print(f"newsdedup serve: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"newsdedup desk on http://{host}:{args.port}/ over {store.name} (read-only); stop with Ctrl-C",
+              file=sys.stderr, flush=True)
+        uvicorn.run(create_app(store, token=token), host=args.host, port=args.port, log_level=args.log_level,
+                    server_header=False)
+    finally:
+        store.close()
+    return 0
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -632,6 +669,22 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
     monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
+
+    serve = sub.add_parser(
+        "serve", help="the monitoring desk: what spreads now, stories, sites, search, in a browser (read-only)",
+        description="A web desk over the store, read-only: Now (stories spreading in a window), each story with "
+        "its copies, quotations and diffs, each site's record and crawl health, full-text search; the same data as "
+        "JSON under /api/ (docs/desk.md). Needs the serve extra: pip install 'newsdedup[serve]'.",
+    )
+    serve.add_argument("--storage", default=storage_default, help=storage_help)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default %(default)s; any other needs --token)")
+    serve.add_argument("--port", type=int, default=8321, help="port (default %(default)s)")
+    serve.add_argument("--token", help="require this token on every request (Authorization: Bearer TOKEN, or "
+                       "basic auth with it as password); default: $NEWSDEDUP_SERVE_TOKEN")
+    serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
+                       help="the web server's log level (default %(default)s)")
+    serve.set_defaults(func=cmd_serve)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")

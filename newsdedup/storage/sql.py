@@ -44,6 +44,7 @@ from newsdedup.storage.base import (
     FailureRecord,
     ReuseRecord,
     RepeatRecord,
+    SearchHit,
     SiteRunRecord,
     SkippedRecord,
     StoreCounts,
@@ -56,7 +57,7 @@ from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Column types that differ: {id} an article id we assign, {serial} an id the database assigns in insert order,
 # {blob} bytes, {real} a double, {bigint} a signed 64-bit integer (Simhash values, cluster ids).
@@ -934,9 +935,12 @@ class SQLStore:
             }
 
     def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
-                    query: str | None = None) -> Iterator[StoredReuse]:
+                    query: str | None = None, cluster: int | None = None) -> Iterator[StoredReuse]:
         self.flush()
         where, params = ["TRUE"], []
+        if cluster is not None:  # the passages this story quotes and those quoted from it
+            where.append("(a.cluster_id = ? OR s.cluster_id = ?)")
+            params += [cluster, cluster]
         if since is not None:
             where.append("a.fetched_at >= ?")
             params.append(since)
@@ -958,6 +962,63 @@ class SQLStore:
         ).fetchall()
         for row in rows:
             yield StoredReuse(*row[:-1], passages=passages_from_column(row[-1]))
+
+    # -- full-text search (the monitoring desk) -----------------------------------------------------
+    def _match_condition(self, terms: tuple[str, ...]) -> tuple[str, list]:
+        """A condition on articles ``a``: its title or text contains every term (any case); the backend's index."""
+        raise NotImplementedError
+
+    def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
+                        limit: int = 5000) -> list[SearchHit]:
+        """The newest ``limit`` articles whose title or text contains every one of ``terms`` (substrings, any case),
+        fetched since ``since``, on one of ``sites`` (any when empty). Both backends give the same rows: SQLite through
+        its FTS5 trigram index, PostgreSQL through pg_trgm GIN indexes; terms shorter than a trigram are matched
+        with LIKE."""
+        terms = tuple(t for t in terms if t)
+        if not terms:
+            return []
+        self.flush()
+        condition, params = self._match_condition(terms)
+        where = [condition]
+        if since is not None:
+            where.append("a.fetched_at >= ?")
+            params.append(since)
+        if sites:
+            where.append(f"a.site IN ({', '.join('?' for _ in sites)})")
+            params += list(sites)
+        rows = self._read(
+            f"""SELECT a.id, a.url, a.site, a.title, a.dated_at, a.fetched_at, a.cluster_id, a.status
+                FROM articles a WHERE {' AND '.join(where)} ORDER BY a.dated_at DESC, a.id DESC LIMIT ?""",
+            [*params, limit],
+        ).fetchall()
+        return [SearchHit(*row) for row in rows]
+
+    def cluster_members(self, cluster_id: int) -> list[ClusterMember]:
+        """The pages of one story (articles and exact repeats), the origin first."""
+        self.flush()
+        return self._cluster_members(cluster_id)
+
+    def cluster_texts(self, cluster_id: int) -> dict[str, str]:
+        """The stored text of each page of a story, by URL (an exact repeat has its article's)."""
+        rows = self._read(
+            """SELECT url, text FROM articles WHERE cluster_id = ?
+               UNION ALL
+               SELECT r.url, a.text FROM articles a JOIN repeats r ON r.repeat_of = a.url WHERE a.cluster_id = ?""",
+            (cluster_id, cluster_id),
+        ).fetchall()
+        return dict(rows)
+
+    def iter_site_runs(self, *, since: str | None = None) -> Iterator[SiteRunRecord]:
+        """Each site's figures for each run started since ``since``, newest run first."""
+        where, params = ("WHERE run_started_at >= ?", (since,)) if since is not None else ("", ())
+        rows = self._read(f"SELECT {', '.join(SITE_RUN_COLUMNS)} FROM site_runs {where} "
+                          "ORDER BY run_started_at DESC, site", params).fetchall()
+        for row in rows:
+            yield SiteRunRecord(*row)
+
+    def last_run_finished_at(self) -> str | None:
+        """When the latest run recorded in ``site_runs`` finished (None: no run yet)."""
+        return self._read("SELECT MAX(finished_at) FROM site_runs").fetchone()[0]
 
     def counts(self) -> StoreCounts:
         self.flush()

@@ -37,13 +37,33 @@ from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and 
     SKIPPED_COLUMNS,
     SQLITE_TYPES,
     SQLStore,
+    like_pattern,
     refresh_clusters,
     schema,
 )
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = schema(SQLITE_TYPES)
+# Full-text search (the monitoring desk, ``newsdedup serve``): an FTS5 index of the articles' titles and texts with
+# the trigram tokenizer, which finds any substring of three characters or more in Chinese as in other scripts, with
+# no word segmentation to disagree with. External content (the text is not stored twice); triggers keep it in step,
+# in the transaction that writes the article.
+SEARCH_STATEMENTS = (
+    """CREATE VIRTUAL TABLE IF NOT EXISTS articles_fts USING fts5(
+        title, text, content='articles', content_rowid='id', tokenize='trigram')""",
+    """CREATE TRIGGER IF NOT EXISTS articles_fts_insert AFTER INSERT ON articles BEGIN
+        INSERT INTO articles_fts (rowid, title, text) VALUES (new.id, new.title, new.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS articles_fts_delete AFTER DELETE ON articles BEGIN
+        INSERT INTO articles_fts (articles_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS articles_fts_update AFTER UPDATE OF title, text ON articles BEGIN
+        INSERT INTO articles_fts (articles_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+        INSERT INTO articles_fts (rowid, title, text) VALUES (new.id, new.title, new.text);
+    END""",
+)
+SEARCH_SCHEMA = "".join(f"{statement};\n" for statement in SEARCH_STATEMENTS)
+SCHEMA = schema(SQLITE_TYPES) + SEARCH_SCHEMA
 _WHAT_TO_DO = "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
 
 
@@ -78,6 +98,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table, created from SCHEMA; older articles have none.
     6: (),
+    # Full-text search: _add_search (MIGRATION_BACKFILLS) creates the FTS5 index and its triggers and indexes every
+    # stored article.
+    7: (),
 }
 
 def _table_of(statement: str) -> str:
@@ -294,6 +317,25 @@ class SQLiteStore(SQLStore):
     def _busy(self, exc: Exception) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
 
+    def _match_condition(self, terms: tuple[str, ...]) -> tuple[str, list]:
+        # Terms of three characters or more through the trigram index (a quoted phrase: the substring); shorter ones
+        # (many Chinese words have two characters) with LIKE, on the rows the index left or, alone, on every row.
+        # A database of an older schema opened read-only has no index: LIKE for every term.
+        indexed = self._has_search_index()
+        long_terms = [t for t in terms if len(t) >= 3] if indexed else []
+        where, params = [], []
+        if long_terms:
+            where.append("a.id IN (SELECT rowid FROM articles_fts WHERE articles_fts MATCH ?)")
+            params.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in long_terms))
+        for term in terms:
+            if term not in long_terms:
+                where.append("(a.title LIKE ? ESCAPE '!' OR a.text LIKE ? ESCAPE '!')")
+                params += [like_pattern(term)] * 2
+        return " AND ".join(where), params
+
+    def _has_search_index(self) -> bool:
+        return self._read("SELECT 1 FROM sqlite_master WHERE name = 'articles_fts'").fetchone() is not None
+
 
 def _add_origins(conn: sqlite3.Connection) -> None:
     """Schema 4: date every stored page and write every cluster's row (databases written before origins)."""
@@ -314,4 +356,11 @@ def _add_origins(conn: sqlite3.Connection) -> None:
     refresh_clusters(conn, cluster_ids)
 
 
-MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _add_origins}
+def _add_search(conn: sqlite3.Connection) -> None:
+    """Schema 7: the full-text index and its triggers, filled with every stored article."""
+    for statement in SEARCH_STATEMENTS:  # one by one: executescript would commit the migration's transaction
+        conn.execute(statement)
+    conn.execute("INSERT INTO articles_fts (articles_fts) VALUES ('rebuild')")
+
+
+MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _add_origins, 7: _add_search}
