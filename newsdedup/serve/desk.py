@@ -251,6 +251,9 @@ def search(store, query: str, *, window: timedelta | None = None, site: str | No
         stories.sort(key=lambda s: (s["newest_at"], s["members"]), reverse=True)
     shown = stories[:MAX_GROUPS]
     for entry in shown:
+        if entry["cluster_id"] is not None:  # the story's title is its origin's, whichever page matched
+            origin = next((m for m in store.cluster_members(entry["cluster_id"]) if m.url == entry["origin_url"]), None)
+            entry["title"] = (origin and origin.title) or entry["title"]
         entry["matches"] = [{"url": h.url, "site": h.site, "title": h.title, "dated_at": h.dated_at,
                              "status": h.status, "title_pieces": snippet(h.title or "", terms, width=200),
                              "snippet": snippet(store.article_text(h.id) or "", terms)}
