@@ -322,6 +322,10 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def cmd_serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("NEWSDEDUP_SERVE_TOKEN") or None
+    if not 0 < args.poll <= 86400:
+        print(f"newsdedup serve: error: --poll {args.poll:g}: give a number of seconds from 0.1 to 86400",
+              file=sys.stderr)
+        return 2
     if args.host not in LOOPBACK and not token:
         print(f"newsdedup serve: error: --host {args.host} opens the desk to other machines: give it a --token "
               "(or NEWSDEDUP_SERVE_TOKEN), or keep the default 127.0.0.1", file=sys.stderr)
@@ -346,7 +350,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"newsdedup desk on http://{host}:{args.port}/ over {store.name} (read-only); stop with Ctrl-C",
               file=sys.stderr, flush=True)
-        uvicorn.run(create_app(store, token=token), host=args.host, port=args.port, log_level=args.log_level,
+        uvicorn.run(create_app(store, token=token, poll_seconds=args.poll), host=args.host, port=args.port, log_level=args.log_level,
                     server_header=False)
     finally:
         store.close()
@@ -682,6 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8321, help="port (default %(default)s)")
     serve.add_argument("--token", help="require this token on every request (Authorization: Bearer TOKEN, or "
                        "basic auth with it as password); default: $NEWSDEDUP_SERVE_TOKEN")
+    serve.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                       help="how often an open page asks whether new crawl runs have landed (default %(default)g)")
     serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                        help="the web server's log level (default %(default)s)")
     serve.set_defaults(func=cmd_serve)

@@ -340,3 +340,111 @@ def _search_store(uri: str, query: str) -> list[str]:
         return sorted(hit.url for hit in store.search_articles(query.split()))
     finally:
         store.close()
+
+
+# -- in a real browser -------------------------------------------------------------------------------------
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start_desk(uri: str, *extra: str) -> tuple[subprocess.Popen, str]:
+    """``newsdedup serve`` in its own process; returns it and its base URL once it answers."""
+    import time
+    import urllib.request
+
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "newsdedup.cli", "serve", "--storage", uri, "--port", str(port),
+                                *extra], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:  # until it answers (or has died): a start-up, not a measured time
+        try:
+            with urllib.request.urlopen(base + "/api/runs/latest", timeout=5):
+                return process, base
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(f"the desk did not start: {process.communicate()[1]}") from None
+            time.sleep(0.1)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_in_chromium_now_a_story_its_origin_site_and_a_search_work_and_hostile_values_do_nothing(
+        portal_stores, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    db = tmp_path / "desk.sqlite"  # a copy: the test adds a run to it
+    with sqlite3.connect(portal_stores["sqlite"].removeprefix("sqlite:///")) as source, sqlite3.connect(db) as target:
+        source.backup(target)
+    source.close()
+    target.close()
+    process, base = _start_desk(f"sqlite:///{db}", "--poll", "0.2")
+    problems: list[str] = []
+    requests: list[str] = []
+    try:
+        with playwright.sync_playwright() as driver:
+            browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+                    if msg.type in ("error", "warning") else None)
+            page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+            page.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+            page.on("request", lambda request: requests.append(request.url))
+
+            def shot(name: str) -> None:
+                page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+                assert page.evaluate("typeof window.__pwned") == "undefined", name
+
+            page.goto(base + "/")
+            assert page.locator("table.stories a.story").first.inner_text() == CANTEEN_TITLE
+            shot("now")
+            page.locator("table.stories a.story").first.click()
+            page.wait_for_selector("table.diff")
+            assert "What gamma changed" in page.content()
+            shot("story")
+            page.locator("tr.origin a.chip").click()
+            page.wait_for_selector("table.runs")
+            assert page.url == base + "/sites/alpha"
+            shot("origin-site")
+            page.fill("nav form.quick input", "社区食堂")
+            page.press("nav form.quick input", "Enter")
+            page.wait_for_selector("#chart[data-drawn] canvas")
+            assert page.locator(".snippet mark").first.inner_text() == "社区食堂"
+            shot("search")
+            hostile = story_id_in(page, base, HOSTILE_TITLE)
+            page.goto(f"{base}/story/{hostile}")
+            assert page.locator("h1").inner_text() == HOSTILE_TITLE  # the markup shown as text
+            assert page.locator('a[href^="javascript:"], a[href^="data:"], [onerror], script:not([src])').count() == 0
+            shot("hostile-story")
+            page.goto(base + "/search?q=" + "港务集团")
+            assert page.locator(".snippet").count() == 1  # alpha's copy is an exact repeat of it
+            assert page.locator('a[href^="javascript:"], a[href^="data:"], [onerror], script:not([src])').count() == 0
+            shot("hostile-search")
+            # A run lands while Now is open: the page says so.
+            page.goto(base + "/")
+            assert page.locator("#new-runs").is_hidden()
+            with sqlite3.connect(db) as conn:
+                conn.execute("INSERT INTO site_runs VALUES ('2099-01-01T00:00:00+00:00', 'alpha', "
+                             "'2099-01-01T00:01:00+00:00', 'finished', 0, 1, 1, 1, 1, 0, 0, 0)")
+            conn.close()
+            page.wait_for_selector("#new-runs:not([hidden])", timeout=30000)
+            shot("new-runs")
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert problems == []
+    assert all(url.startswith(base + "/") for url in requests), [u for u in requests if not u.startswith(base)]
+
+
+def story_id_in(page, base: str, title: str) -> int:
+    data = page.request.get(base + "/api/now").json()
+    return next(s["cluster_id"] for s in data["stories"] if s["title"] == title)

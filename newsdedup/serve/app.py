@@ -132,13 +132,13 @@ def _path_int(request: Request, name: str) -> int:
 class Desk:
     """The routes over one open read-only store; ``token`` (if any) is required on every request."""
 
-    def __init__(self, store, *, token: str | None = None) -> None:
+    def __init__(self, store, *, token: str | None = None, poll_seconds: float = 30.0) -> None:
         self.store = store
         self.token = token
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(default=True, default_for_string=True))
         self.templates.filters.update(safe_url=safe_url, site_class=site_class, china=china_time, delay=_delay)
-        self.templates.globals.update(urlencode=urlencode)
+        self.templates.globals.update(urlencode=urlencode, poll_ms=max(100, int(poll_seconds * 1000)))
 
     # Each page: (name, handler giving its data, template). The API answers the same data as JSON.
     def routes(self) -> list:
@@ -264,9 +264,10 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(store, *, token: str | None = None):
-    """The desk over an open read-only ``store`` (:func:`newsdedup.serve.store.open_readonly`)."""
-    routes = Desk(store, token=token)
+def create_app(store, *, token: str | None = None, poll_seconds: float = 30.0):
+    """The desk over an open read-only ``store`` (:func:`newsdedup.serve.store.open_readonly`); its pages ask every
+    ``poll_seconds`` whether new runs have landed."""
+    routes = Desk(store, token=token, poll_seconds=poll_seconds)
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
         if request.url.path.startswith("/api/"):

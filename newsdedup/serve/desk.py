@@ -77,7 +77,7 @@ def _timeline(origin: dict, copies: list[dict], width: int = 640) -> list[dict]:
     pages = [origin, *copies]
     start = parse_instant(origin["dated_at"])
     span = max((parse_instant(p["dated_at"]) - start).total_seconds() for p in pages) or 60.0
-    return [{"url": p["url"], "site": p["site"], "x": round(max(0.0, (parse_instant(p["dated_at"]) - start)
+    return [{"url": p["url"], "site": p["site"], "dated_at": p["dated_at"], "x": round(max(0.0, (parse_instant(p["dated_at"]) - start)
                                                                 .total_seconds()) / span * width, 1),
              "origin": p is origin} for p in pages]
 
