@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from newsdedup.serve.store import _check_version
+from newsdedup.serve.readonly import check_version
 from newsdedup.storage.base import StoreError
 from newsdedup.storage.postgres import PostgresStore
 
@@ -25,7 +25,7 @@ class ReadOnlyPostgresStore(PostgresStore):
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL {self.name}: cannot read the store ({' '.join(str(exc).split())}); check "
                              "the server, the URI and the role's SELECT rights") from None
-        _check_version(self.name, row and row[0])
+        check_version(self.name, row and row[0])
         self._pool = ConnectionPool(self.uri, min_size=1, max_size=self.pool_size, kwargs=kwargs, open=True,
                                     timeout=max(self.busy_timeout, 5.0), name="newsdedup-desk")
 

@@ -13,18 +13,10 @@ import threading
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from newsdedup.serve.readonly import check_version
 from newsdedup.storage import sqlite_file
 from newsdedup.storage.base import StoreError
-from newsdedup.storage.sql import SCHEMA_VERSION
 from newsdedup.storage.sqlite import SQLiteStore
-
-
-def _check_version(name: str, value: str | None) -> None:
-    if value is None or not str(value).isdigit():
-        raise StoreError(f"{name} is not a newsdedup database (no schema version); point --storage at a crawl's")
-    if int(value) > SCHEMA_VERSION:
-        raise StoreError(f"{name} has schema version {value}, newer than this newsdedup's {SCHEMA_VERSION}: "
-                         "upgrade newsdedup (pip install -U 'newsdedup[serve]')")
 
 
 class ReadOnlySQLiteStore(SQLiteStore):
@@ -45,7 +37,7 @@ class ReadOnlySQLiteStore(SQLiteStore):
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(self._unusable(exc)) from None
-        _check_version(str(self.path), row and row[0])
+        check_version(str(self.path), row and row[0])
 
     @property
     def conn(self) -> sqlite3.Connection:
