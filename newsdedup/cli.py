@@ -1,5 +1,5 @@
-"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, serve, extract, dedup,
-antecedents, eval.
+"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, serve, alerts, extract,
+dedup, antecedents, eval.
 
 ``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.crawl.commands.crawl`), runnable from any
 folder; in the repository ``scrapy crawl portal`` is the same crawl.
@@ -357,6 +357,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- alerts --------------------------------------------------------------------------------
+def cmd_alerts(args: argparse.Namespace) -> int:
+    from newsdedup.monitoring.alerts import WatchError, load_watches, run_alerts
+    from newsdedup.monitoring.timespec import parse_duration
+    from newsdedup.storage import StoreError
+
+    try:
+        watches = load_watches(args.watches)
+        reclaim_after = parse_duration(args.reclaim_after)
+    except (WatchError, ValueError) as exc:
+        print(f"newsdedup alerts: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import apprise  # noqa: F401 - checked before the store is touched
+    except ImportError:
+        print("newsdedup alerts: error: no module apprise; alerts need the serve extra: "
+              "pip install 'newsdedup[serve]'", file=sys.stderr)
+        return 2
+    store = _open_existing_store("alerts", args.storage)
+    if store is None:
+        return 2
+    try:
+        result = run_alerts(store, watches, desk_url=args.desk_url, reclaim_after=reclaim_after)
+    except StoreError as exc:
+        print(f"newsdedup alerts: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    for error in result.errors:
+        print(f"newsdedup alerts: {error}", file=sys.stderr)
+    print(result.summary(), file=sys.stderr)
+    return 1 if result.failed else 0
+
+
 # -- extract -------------------------------------------------------------------------------
 def cmd_extract(args: argparse.Namespace) -> int:
     from newsdedup.extract.extractor import SkipPage, extract_article
@@ -691,6 +725,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                        help="the web server's log level (default %(default)s)")
     serve.set_defaults(func=cmd_serve)
+
+    alerts = sub.add_parser(
+        "alerts", help="send the new matches of saved searches (watches) through Apprise: for cron or after a run",
+        description="Each watch of the file (docs/desk.md#watches-and-alerts) is a search; its new matching stories, "
+        "or stories crossing its sites or copies threshold, are sent to its Apprise URLs (JSON webhook, DingTalk, "
+        "WeCom, Feishu, mail...), at least once, each with an idempotency key. A failed delivery is sent again by "
+        "the next run; exit status 1 when one failed.",
+    )
+    alerts.add_argument("--storage", default=storage_default, help=storage_help)
+    alerts.add_argument("--watches", required=True, metavar="FILE", help="the watches file (TOML, [[watch]] tables)")
+    alerts.add_argument("--desk-url", metavar="URL",
+                        help="the desk's address for links in the alerts (default: the origin page's URL)")
+    alerts.add_argument("--reclaim-after", default="10m", metavar="DURATION",
+                        help="an alert a killed run was sending is sent again after this (default %(default)s)")
+    alerts.set_defaults(func=cmd_alerts)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")

@@ -32,6 +32,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.storage.base import StoreError, StoreInUse
 from newsdedup.storage.sql import (
+    ALERTS_TABLE,
     ARTICLE_COLUMNS,
     FAILURE_COLUMNS,
     OWN_TABLES,
@@ -67,8 +68,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table; older articles have none.
     6: tuple(statements(REUSES_TABLE.format(**POSTGRES_TYPES))),
-    # Full-text search: _add_search (called after every step) adds the trigram indexes.
-    7: (),
+    # Full-text search: _add_search adds the trigram indexes; alerts owed and sent (newsdedup alerts).
+    7: tuple(statements(ALERTS_TABLE.format(**POSTGRES_TYPES))),
 }
 # Full-text search (the monitoring desk): pg_trgm's GIN indexes answer ILIKE '%term%' over titles and texts, the same
 # substring match as SQLite's FTS5 trigram index; PostgreSQL updates them in the transaction that writes the article.

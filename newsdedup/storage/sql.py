@@ -103,6 +103,26 @@ CREATE INDEX IF NOT EXISTS repeats_fetched ON repeats (fetched_at, url);
 CREATE INDEX IF NOT EXISTS skipped_fetched ON skipped (fetched_at, url);
 """
 
+# One row per (watch, story, reason) an alert is owed for (newsdedup.monitoring.alerts): what to send (payload, JSON)
+# and whether it was sent. key is the idempotency key the receiver sees; claimed_at marks a sender at work.
+ALERTS_TABLE = """
+CREATE TABLE IF NOT EXISTS alerts (
+    watch TEXT NOT NULL,
+    cluster_id {bigint} NOT NULL,
+    reason TEXT NOT NULL,
+    key TEXT NOT NULL UNIQUE,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    claimed_at TEXT,
+    sent_at TEXT,
+    last_error TEXT,
+    PRIMARY KEY (watch, cluster_id, reason)
+);
+CREATE INDEX IF NOT EXISTS alerts_state ON alerts (state);
+"""
+
 SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS articles (
@@ -187,7 +207,7 @@ CREATE TABLE IF NOT EXISTS site_runs (
     failed INTEGER NOT NULL,
     PRIMARY KEY (run_started_at, site)
 );
-""" + CLUSTERS_TABLE + REUSES_TABLE + FETCHED_AT_INDEXES
+""" + CLUSTERS_TABLE + REUSES_TABLE + FETCHED_AT_INDEXES + ALERTS_TABLE
 
 
 def schema(types: dict[str, str]) -> str:
@@ -223,7 +243,10 @@ CLUSTER_COLUMNS = (
     "last_fetched_at",
 )
 # The tables of a newsdedup database; another program's database is refused rather than written into.
-OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters", "reuses"}
+OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters", "reuses",
+              "alerts"}
+ALERT_COLUMNS = ("watch", "cluster_id", "reason", "key", "payload", "state", "attempts", "created_at", "claimed_at",
+                 "sent_at", "last_error")
 
 
 @functools.lru_cache(maxsize=512)
@@ -1019,6 +1042,52 @@ class SQLStore:
     def last_run_finished_at(self) -> str | None:
         """When the latest run recorded in ``site_runs`` finished (None: no run yet)."""
         return self._read("SELECT MAX(finished_at) FROM site_runs").fetchone()[0]
+
+    # -- alerts (newsdedup.monitoring.alerts): delivered at least once, each with its idempotency key ----------------
+    def add_alerts(self, rows: Iterable[tuple[str, int, str, str, str]], *, now: str) -> int:
+        """Owe an alert for each ``(watch, cluster_id, reason, key, payload)`` not owed before; returns how many are
+        new. One transaction: a crash leaves all or none."""
+        self.flush()
+        added = 0
+        with self._write() as tx:
+            for watch, cluster_id, reason, key, payload in rows:
+                added += tx.execute(insert_sql("alerts", ALERT_COLUMNS[:8]),
+                                    (watch, cluster_id, reason, key, payload, "pending", 0, now)).rowcount
+        return added
+
+    def due_alerts(self, *, stale_before: str) -> list[dict]:
+        """Alerts not yet sent: pending ones, and those a sender claimed before ``stale_before`` and never finished
+        (it was killed or lost its connection while sending): oldest first."""
+        rows = self._read(
+            f"""SELECT {', '.join(ALERT_COLUMNS)} FROM alerts
+                WHERE state = 'pending' OR (state = 'sending' AND claimed_at < ?) ORDER BY created_at, key""",
+            (stale_before,),
+        ).fetchall()
+        return [dict(zip(ALERT_COLUMNS, row)) for row in rows]
+
+    def claim_alert(self, key: str, *, now: str, stale_before: str) -> bool:
+        """Take an alert to send it (one atomic UPDATE: of two senders, one gets it)."""
+        with self._write() as tx:
+            return tx.execute(
+                """UPDATE alerts SET state = 'sending', claimed_at = ?
+                   WHERE key = ? AND (state = 'pending' OR (state = 'sending' AND claimed_at < ?))""",
+                (now, key, stale_before),
+            ).rowcount == 1
+
+    def finish_alert(self, key: str, *, sent: bool, now: str, error: str | None = None) -> None:
+        """After a delivery: sent, or pending again for the next run with the error."""
+        with self._write() as tx:
+            if sent:
+                tx.execute("UPDATE alerts SET state = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL "
+                           "WHERE key = ?", (now, key))
+            else:
+                tx.execute("UPDATE alerts SET state = 'pending', claimed_at = NULL, attempts = attempts + 1, "
+                           "last_error = ? WHERE key = ?", (error, key))
+
+    def alerts_owed(self, watch: str) -> set[tuple[int, str]]:
+        """The (story, reason) pairs an alert was owed for, for ``watch``, sent or not."""
+        return {(int(c), r) for c, r in self._read("SELECT cluster_id, reason FROM alerts WHERE watch = ?",
+                                                    (watch,)).fetchall()}
 
     def counts(self) -> StoreCounts:
         self.flush()

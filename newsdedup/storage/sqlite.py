@@ -99,7 +99,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Passage reuse (newsdedup.dedup.reuse): the reuses table, created from SCHEMA; older articles have none.
     6: (),
     # Full-text search: _add_search (MIGRATION_BACKFILLS) creates the FTS5 index and its triggers and indexes every
-    # stored article.
+    # stored article. The alerts table (newsdedup alerts) is created from SCHEMA.
     7: (),
 }
 
