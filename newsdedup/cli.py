@@ -278,6 +278,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
 
     def after_run(status: int) -> None:
+        if args.alerts:  # whatever the run's status: what it stored may match, and earlier failures are due
+            _send_alerts(args.storage, args.alerts, desk_url=args.desk_url, reclaim_after="10m", say=monitor.say)
         if not args.report:
             return
         from newsdedup.storage import StoreError
@@ -358,37 +360,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # -- alerts --------------------------------------------------------------------------------
-def cmd_alerts(args: argparse.Namespace) -> int:
+def _send_alerts(storage: str, watches_file: str, *, desk_url: str | None, reclaim_after: str,
+                 say) -> int:
+    """One run of ``newsdedup alerts``: ``say`` gets each line; returns the exit status (0, 1 a delivery failed,
+    2 nothing could be done)."""
     from newsdedup.monitoring.alerts import WatchError, load_watches, run_alerts
     from newsdedup.monitoring.timespec import parse_duration
     from newsdedup.storage import StoreError
 
     try:
-        watches = load_watches(args.watches)
-        reclaim_after = parse_duration(args.reclaim_after)
+        watches = load_watches(watches_file)
+        reclaim = parse_duration(reclaim_after)
     except (WatchError, ValueError) as exc:
-        print(f"newsdedup alerts: error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     try:
         import apprise  # noqa: F401 - checked before the store is touched
     except ImportError:
-        print("newsdedup alerts: error: no module apprise; alerts need the serve extra: "
-              "pip install 'newsdedup[serve]'", file=sys.stderr)
+        say("error: no module apprise; alerts need the serve extra: pip install 'newsdedup[serve]'")
         return 2
-    store = _open_existing_store("alerts", args.storage)
+    store = _open_existing_store("alerts", storage)
     if store is None:
         return 2
     try:
-        result = run_alerts(store, watches, desk_url=args.desk_url, reclaim_after=reclaim_after)
+        result = run_alerts(store, watches, desk_url=desk_url, reclaim_after=reclaim)
     except StoreError as exc:
-        print(f"newsdedup alerts: error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     finally:
         store.close()
     for error in result.errors:
-        print(f"newsdedup alerts: {error}", file=sys.stderr)
-    print(result.summary(), file=sys.stderr)
+        say(error)
+    say(result.summary())
     return 1 if result.failed else 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    return _send_alerts(args.storage, args.watches, desk_url=args.desk_url, reclaim_after=args.reclaim_after,
+                        say=lambda line: print(f"newsdedup alerts: {line}", file=sys.stderr))
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -705,6 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
     monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
+    monitor.add_argument("--alerts", metavar="FILE",
+                         help="after each run send the watches' new matches (as newsdedup alerts --watches FILE)")
+    monitor.add_argument("--desk-url", metavar="URL", help="with --alerts: the desk's address for links in alerts")
     monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
 

@@ -168,3 +168,26 @@ def test_a_bad_watches_file_is_one_line_exit_2(tmp_path):
     result = run_alerts(tmp_path / "none.sqlite", watches)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "watch 'x': min_sites must be a whole number >= 1" in result.stderr
+
+
+def test_the_monitor_sends_the_alerts_after_each_run(tmp_path):
+    db, sites_file, watches = tmp_path / "news.sqlite", tmp_path / "sites.toml", tmp_path / "watches.toml"
+    receiver = Receiver()
+    watches.write_text(f'[[watch]]\nname = "canteens"\nquery = "社区食堂"\n'
+                       f'notify = ["json://127.0.0.1:{receiver.port}/canteens"]\n', encoding="utf-8")
+    try:
+        with LocalSite(("alpha",)) as site:
+            site.publish("alpha", 1, "临江市推行社区食堂建设", STORY, "2026-11-27 08:00")
+            sites_file.write_text(site.sites_toml(), encoding="utf-8")
+            result = subprocess.run(
+                [sys.executable, "-m", "newsdedup.cli", "monitor", "--every", "1s", "--runs", "1", "--sites",
+                 str(sites_file), "--storage", f"sqlite:///{db}", "--log", str(tmp_path / "monitor.log"),
+                 "--alerts", str(watches), "--set=DOWNLOAD_DELAY=0", "--set=AUTOTHROTTLE_ENABLED=False",
+                 "--set=NEWSDEDUP_WORKERS=1", "--set=TELNETCONSOLE_ENABLED=False"],
+                cwd=tmp_path, capture_output=True, text=True, timeout=240)
+        assert result.returncode == 0, result.stderr
+        assert "alerts: 1 new, 1 sent" in (tmp_path / "monitor.log").read_text(encoding="utf-8")
+        [alert] = receiver.received
+        assert alert["title"] == "[newsdedup] canteens: 临江市推行社区食堂建设"
+    finally:
+        receiver.close()
