@@ -25,7 +25,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from conftest import REPO_ROOT  # noqa: E402
 from local_site import OTHER_STORY, STORY, LocalSite, crawl, edited  # noqa: E402
-from server_fixtures import postgres  # noqa: E402, F401 - fixture
+from server_fixtures import postgres, store_uri  # noqa: E402, F401 - fixtures
 from test_reuse_crawl import COMMENTARY, QUOTED, REPORT  # noqa: E402
 
 from newsdedup.serve.app import create_app, safe_url  # noqa: E402
@@ -197,7 +197,9 @@ def _search(client, **params) -> list[tuple]:
     return [(s["title"], s["copies"], sorted(m["url"].split("/", 3)[3] for m in s["matches"])) for s in data["stories"]]
 
 
-@pytest.mark.parametrize("query", ["社区食堂", "食堂", "食堂 补贴", "SCRIPT", "冷空气 大风", "javascript:alert", "二号线",
+# Words of 1, 2 and 3+ characters, a word only at the very end of a title (通报), ASCII in any case, several words.
+@pytest.mark.parametrize("query", ["社区食堂", "食堂", "食堂 补贴", "SCRIPT", "Sc", "港", "通报", "冷空气 大风",
+                                   "javascript:alert", "二号线",
                                    "不存在的词语组合"])
 def test_search_gives_the_same_results_on_both_stores(portal_stores, query):
     results = {}
@@ -301,6 +303,7 @@ def test_a_schema_6_store_gets_its_search_index_and_a_desk_searches_one_without_
     with sqlite3.connect(copy) as conn:
         for name in ("articles_fts_insert", "articles_fts_delete", "articles_fts_update"):
             conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DROP TABLE articles_fts_terms")
         conn.execute("DROP TABLE articles_fts")
         conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     conn.close()
@@ -332,6 +335,34 @@ def test_a_schema_6_postgresql_store_gets_its_trigram_indexes(postgres):  # noqa
         indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'articles'")}
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     assert {"articles_title_trgm", "articles_text_trgm"} <= indexes and version == "7"
+
+
+SHORT_WORDS = {  # query -> URLs whose title or text contains every word (any case)
+    "己": {"http://a/1"}, "戊己": {"http://a/1"}, "未": {"http://a/1"}, "巳午": {"http://a/1"},
+    "己子": set(), "丁": {"http://a/1", "http://b/1"}, "丁 未": {"http://a/1"}, "ab": {"http://b/1"},
+    "AB": {"http://b/1"}, "b": {"http://b/1"}, "丁戊己": {"http://a/1"}, '"': {"http://b/1"}, "%": set(), "x_": set(),
+}
+
+
+def test_words_of_one_and_two_characters_are_found_anywhere_even_at_the_very_end_on_both_stores(store_uri):
+    """Through the trigram index on SQLite, a short word at the end of a title or text too (each is indexed with two
+    line feeds after it); never across the title and the text; LIKE's wildcards are plain characters."""
+    from newsdedup.storage.base import ArticleRecord
+
+    with open_store(store_uri) as store:
+        for url, title, text in (("http://a/1", "甲乙丙丁戊己", "子丑寅卯辰巳午未"),
+                                 ("http://b/1", "丁 Xab", 'Ab "quoted" 丑寅')):
+            article_id = store.new_article_id()
+            store.add_article(ArticleRecord(
+                id=article_id, url=url, site="s", title=title, text=text, published_at=None, author=None, source=None,
+                canonical_url=url, fetched_at="2026-11-20T00:00:00+00:00", fingerprint=url.encode(),
+                cluster_id=article_id, method="spotsigs"))
+    store = open_readonly(store_uri)
+    try:
+        found = {query: {hit.url for hit in store.search_articles(query.split())} for query in SHORT_WORDS}
+    finally:
+        store.close()
+    assert found == SHORT_WORDS
 
 
 def _search_store(uri: str, query: str) -> list[str]:
