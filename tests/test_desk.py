@@ -51,6 +51,16 @@ def _escaped(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def utf8_database(server, name: str) -> str:
+    """A new database whose locale classifies Chinese characters as letters (pg_trgm indexes only letters)."""
+    import psycopg
+
+    with psycopg.connect(server.admin_uri, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' "
+                     "LC_CTYPE 'C.UTF-8'")
+    return server.admin_uri.rsplit("/", 1)[0] + "/" + name
+
+
 TABLES = ("articles", "repeats", "skipped", "failures", "site_runs", "clusters", "reuses")
 
 
@@ -97,7 +107,7 @@ def portal_stores(tmp_path_factory, request):
         site.publish("beta", 3, COMMENTARY_TITLE, COMMENTARY, "2026-11-28 08:00")
         sites_file.write_text(site.sites_toml(), encoding="utf-8")
         crawl(sites_file, db)
-    uris = {"sqlite": f"sqlite:///{db}", "postgresql": request.getfixturevalue("postgres").create_database("desk_portal")}
+    uris = {"sqlite": f"sqlite:///{db}", "postgresql": utf8_database(request.getfixturevalue("postgres"), "desk_portal")}
     copy_to_postgres(db, uris["postgresql"])
     return uris
 
@@ -210,6 +220,16 @@ def test_search_gives_the_same_results_on_both_stores(portal_stores, query):
                              client.get("/api/search", params={"q": query}).json()["over_time"])
         store.close()
     assert results["sqlite"] == results["postgresql"]
+
+
+def test_postgresql_searches_chinese_words_through_the_trigram_index(portal_stores):
+    import psycopg
+
+    with psycopg.connect(portal_stores["postgresql"], autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
+        plan = "\n".join(row[0] for row in conn.execute(
+            "EXPLAIN SELECT id FROM articles a WHERE a.title ILIKE '%社区食堂%' OR a.text ILIKE '%社区食堂%'"))
+    assert "articles_title_trgm" in plan and "articles_text_trgm" in plan, plan
 
 
 def test_search_groups_matches_by_story_with_highlighted_snippets_and_counts_them_per_day_and_site(desk):

@@ -217,6 +217,12 @@ class PostgresStore(SQLStore):
             logger.warning("%s: no full-text index (%s); search reads every article. A superuser can add it: "
                            "CREATE EXTENSION pg_trgm; %s", self.name, " ".join(str(exc).split()),
                            "; ".join(SEARCH_INDEXES))
+            return
+        ctype = conn.execute("SHOW lc_ctype").fetchone()[0]
+        if ctype in ("C", "POSIX"):  # pg_trgm takes only letters and digits as the locale classifies them
+            logger.warning("%s: its LC_CTYPE is %s, where Chinese characters are not letters: the trigram index holds "
+                           "none of them and a search of Chinese words reads every article. Create the database with "
+                           "a UTF-8 locale (createdb --locale=C.UTF-8 --template=template0 ...)", self.name, ctype)
 
     def _unusable(self, exc: Exception) -> str:
         return f"{self.name} is not a usable newsdedup database ({' '.join(str(exc).split())}): {_WHAT_TO_DO}"
