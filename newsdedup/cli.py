@@ -352,7 +352,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"newsdedup desk on http://{host}:{args.port}/ over {store.name} (read-only); stop with Ctrl-C",
               file=sys.stderr, flush=True)
-        uvicorn.run(create_app(store, token=token, poll_seconds=args.poll), host=args.host, port=args.port, log_level=args.log_level,
+        app = create_app(store, token=token, poll_seconds=args.poll,
+                         watches=Path(args.watches) if args.watches else None)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                     server_header=False)
     finally:
         store.close()
@@ -734,6 +736,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "basic auth with it as password); default: $NEWSDEDUP_SERVE_TOKEN")
     serve.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
                        help="how often an open page asks whether new crawl runs have landed (default %(default)g)")
+    serve.add_argument("--watches", metavar="FILE",
+                       help="the watches file (as newsdedup alerts --watches): listed on /watches, where a form adds one")
     serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                        help="the web server's log level (default %(default)s)")
     serve.set_defaults(func=cmd_serve)

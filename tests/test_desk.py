@@ -314,6 +314,43 @@ def test_the_desk_reads_the_store_and_cannot_write_it(desk):
             pass
 
 
+# -- watches ------------------------------------------------------------------------------------------------
+def _csrf(page: str) -> str:
+    import re
+
+    return re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+
+
+def test_watches_are_listed_and_one_is_added_from_the_form_of_the_page(portal_stores, tmp_path):
+    watches = tmp_path / "watches.toml"
+    store = open_readonly(portal_stores["sqlite"])
+    form = {"name": "canteens <b>", "query": "社区  食堂", "sites": "alpha, gamma", "min_sites": "2", "min_copies": "",
+            "window": "7d", "notify": "json://127.0.0.1:9/hook?token=secret"}
+    with TestClient(create_app(store, watches=watches)) as client:
+        assert client.get("/api/watches").json()["watches"] == []
+        csrf = _csrf(client.get("/watches").text)
+        assert client.post("/watches", data={**form, "csrf": "0" * 64}).status_code == 403
+        assert client.post("/watches", data={**form, "csrf": csrf},
+                           headers={"Origin": "http://evil.example"}).status_code == 403
+        assert client.post("/watches", data={**form, "csrf": csrf, "min_sites": "0"}).status_code == 400
+        assert client.post("/watches", data={**form, "csrf": csrf, "notify": ""}).status_code == 400
+        assert not watches.exists()
+        created = client.post("/watches", data={**form, "csrf": csrf}, follow_redirects=False)
+        assert created.status_code == 303 and created.headers["location"] == "/watches"
+        assert client.post("/watches", data={**form, "csrf": csrf}).status_code == 400  # the same name again
+        [watch] = client.get("/api/watches").json()["watches"]
+        assert watch == {"name": "canteens <b>", "query": "社区 食堂", "sites": ["alpha", "gamma"], "min_sites": 2,
+                         "min_copies": 0, "window_hours": 168.0, "notify": ["json://…"], "alerts": {}}
+        page = client.get("/watches").text
+        assert "canteens &lt;b&gt;" in page and "secret" not in page
+    store.close()
+    from newsdedup.monitoring.alerts import load_watches
+
+    [loaded] = load_watches(watches)
+    assert (loaded.name, loaded.notify, loaded.sites) == ("canteens <b>", ("json://127.0.0.1:9/hook?token=secret",),
+                                                          ("alpha", "gamma"))
+
+
 # -- the search index's migration --------------------------------------------------------------------------
 def test_a_schema_6_store_gets_its_search_index_and_a_desk_searches_one_without_it(portal_stores, tmp_path):
     source = portal_stores["sqlite"].removeprefix("sqlite:///")
@@ -429,7 +466,7 @@ def _start_desk(uri: str, *extra: str) -> tuple[subprocess.Popen, str]:
 
 
 @pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="Debian's chromium is not installed")
-def test_in_chromium_now_a_story_its_origin_site_and_a_search_work_and_hostile_values_do_nothing(
+def test_in_chromium_now_a_story_its_origin_site_a_search_and_a_watch_work_and_hostile_values_do_nothing(
         portal_stores, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     db = tmp_path / "desk.sqlite"  # a copy: the test adds a run to it
@@ -437,7 +474,7 @@ def test_in_chromium_now_a_story_its_origin_site_and_a_search_work_and_hostile_v
         source.backup(target)
     source.close()
     target.close()
-    process, base = _start_desk(f"sqlite:///{db}", "--poll", "0.2")
+    process, base = _start_desk(f"sqlite:///{db}", "--poll", "0.2", "--watches", str(tmp_path / "watches.toml"))
     problems: list[str] = []
     requests: list[str] = []
     try:
@@ -479,6 +516,14 @@ def test_in_chromium_now_a_story_its_origin_site_and_a_search_work_and_hostile_v
             assert page.locator(".snippet").count() == 1  # alpha's copy is an exact repeat of it
             assert page.locator('a[href^="javascript:"], a[href^="data:"], [onerror], script:not([src])').count() == 0
             shot("hostile-search")
+            page.click("nav >> text=Watches")
+            page.fill("form.watch input[name=name]", "ports")
+            page.fill("form.watch input[name=query]", "港务集团")
+            page.fill("form.watch input[name=notify]", "json://127.0.0.1:9/hook")
+            page.click("form.watch button")
+            page.wait_for_selector("table.watches")
+            assert page.locator("table.watches td").first.inner_text() == "ports"
+            shot("watch-created")
             # A run lands while Now is open: the page says so.
             page.goto(base + "/")
             assert page.locator("#new-runs").is_hidden()

@@ -106,6 +106,37 @@ def load_watches(path: str | Path) -> list[Watch]:
     return watches
 
 
+def _toml_string(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's; control characters were refused before)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def add_watch(path: str | Path, *, name: str, query: str, notify: list[str], sites: list[str] = (),
+              min_sites: int = 1, min_copies: int = 0, window: str = "24h") -> Watch:
+    """Append a watch to the watches file (created if missing), checked as :func:`load_watches` checks the file;
+    the file is replaced whole (a reader sees the old file or the new one). WatchError: the watch is refused."""
+    path = Path(path)
+    values = [name, query, window, *notify, *sites]
+    if any(any(ord(c) < 32 or ord(c) == 127 for c in v) for v in values):
+        raise WatchError(f"{path}: watch {name!r}: control characters are not allowed")
+    lines = ["[[watch]]", f"name = {_toml_string(name)}", f"query = {_toml_string(query)}",
+             f"notify = [{', '.join(_toml_string(u) for u in notify)}]"]
+    if sites:
+        lines.append(f"sites = [{', '.join(_toml_string(s) for s in sites)}]")
+    lines += [f"min_sites = {int(min_sites)}", f"min_copies = {int(min_copies)}", f"window = {_toml_string(window)}"]
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = (before.rstrip("\n") + "\n\n" if before.strip() else "") + "\n".join(lines) + "\n"
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    try:
+        watches = load_watches(partial)
+    except WatchError as exc:
+        partial.unlink()
+        raise WatchError(str(exc).replace(str(partial), str(path))) from None
+    partial.replace(path)
+    return watches[-1]
+
+
 def idempotency_key(watch: str, cluster_id: int, reason: str) -> str:
     """The same key for every attempt to deliver one alert.
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import secrets
+import threading
 import zlib
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -34,7 +36,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
 ]
 MAX_QUERY = 200
 PALETTE_SIZE = 12
@@ -132,9 +134,15 @@ def _path_int(request: Request, name: str) -> int:
 class Desk:
     """The routes over one open read-only store; ``token`` (if any) is required on every request."""
 
-    def __init__(self, store, *, token: str | None = None, poll_seconds: float = 30.0) -> None:
+    def __init__(self, store, *, token: str | None = None, poll_seconds: float = 30.0,
+                 watches: Path | None = None) -> None:
         self.store = store
         self.token = token
+        self.watches = watches
+        self._watches_lock = threading.Lock()
+        # The watch form's CSRF token: a page of another site cannot read it, so it cannot post a watch (whose
+        # notify URLs would receive this store's news) through a browser that is logged in to the desk.
+        self.csrf = hmac.new(secrets.token_bytes(32), b"watches", "sha256").hexdigest()
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(default=True, default_for_string=True))
         self.templates.filters.update(safe_url=safe_url, site_class=site_class, china=china_time, delay=_delay)
@@ -144,13 +152,14 @@ class Desk:
     def routes(self) -> list:
         pages = [("/", self.now_data, "now.html"), ("/story/{cluster_id}", self.story_data, "story.html"),
                  ("/sites", self.sites_data, "sites.html"), ("/sites/{site}", self.site_data, "site.html"),
-                 ("/search", self.search_data, "search.html")]
+                 ("/search", self.search_data, "search.html"), ("/watches", self.watches_data, "watches.html")]
         routes = []
         for path, data, template in pages:
-            routes.append(Route(path, self._page(data, template)))
+            routes.append(Route(path, self._page(data, template), methods=["GET", "HEAD"]))
             routes.append(Route("/api/now" if path == "/" else "/api" + path, self._api(data)))
         routes += [Route("/now", lambda request: RedirectResponse("/?" + str(request.query_params), 307)),
                    Route("/api/runs/latest", self._api(self.latest_data)),
+                   Route("/watches", self.create_watch, methods=["POST"]),
                    Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
         return routes
 
@@ -162,8 +171,8 @@ class Desk:
                 return self._error(request, 400, str(exc))
             if payload is None:
                 return self._error(request, 404, "not found: " + request.url.path)
-            html = self.templates.get_template(template).render(data=payload, request=request, page=template[:-5],
-                                                               api=self._api_url(request))
+            html = self.templates.get_template(template).render(
+                data=payload, request=request, page=template[:-5], api=self._api_url(request), csrf=self.csrf)
             return HTMLResponse(html)
         return endpoint
 
@@ -210,6 +219,63 @@ class Desk:
             return {"query": None, "terms": [], "stories": [], "matches": 0, "stories_total": 0, "truncated": False,
                     "filters": {"site": site, "order": order, "window_hours": None}, "over_time": {"days": [], "sites": {}}}
         return desk.search(self.store, query, window=window, site=site, order=order)
+
+    def watches_data(self, request: Request) -> dict:
+        """The watches of the file given to serve (--watches), their notify URLs shown by scheme only (they hold
+        the channels' tokens), and their alerts by state."""
+        from newsdedup.monitoring.alerts import WatchError, load_watches
+
+        data = {"file": str(self.watches) if self.watches else None, "watches": [], "error": None}
+        if self.watches is None or not self.watches.exists():
+            return data
+        try:
+            watches = load_watches(self.watches)
+        except WatchError as exc:
+            return {**data, "error": str(exc)}
+        try:
+            states = self.store.alert_states()
+        except Exception:  # noqa: BLE001 - a store of schema 6 has no alerts table: no alert sent yet
+            states = {}
+        data["watches"] = [{
+            "name": w.name, "query": w.query, "sites": list(w.sites), "min_sites": w.min_sites,
+            "min_copies": w.min_copies, "window_hours": w.window.total_seconds() / 3600,
+            "notify": [urlsplit(u).scheme + "://…" for u in w.notify], "alerts": states.get(w.name, {}),
+        } for w in watches]
+        return data
+
+    async def create_watch(self, request: Request) -> Response:
+        """The watch form: the watch appended to the watches file, then back to the list (303)."""
+        from newsdedup.monitoring.alerts import WatchError, add_watch
+
+        if self.watches is None:
+            return self._error(request, 404, "no watches file: start the desk with --watches FILE")
+        origin = request.headers.get("origin")
+        if origin and origin != f"{request.url.scheme}://{request.url.netloc}":
+            return self._error(request, 403, "a watch is created from the desk's own page only")
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+            return self._error(request, 400, "send the watch form (application/x-www-form-urlencoded)")
+        body = await request.body()
+        if len(body) > 16_384:
+            return self._error(request, 400, "the form is too large")
+        form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        if not hmac.compare_digest(form.get("csrf", ""), self.csrf):
+            return self._error(request, 403, "the form is stale or not the desk's: reload the watches page")
+        try:
+            fields = {
+                "name": form.get("name", "").strip(), "query": " ".join(form.get("query", "").split()),
+                "notify": [u for u in form.get("notify", "").split() if u],
+                "sites": [s.strip() for s in form.get("sites", "").split(",") if s.strip()],
+                "min_sites": int(form.get("min_sites") or 1), "min_copies": int(form.get("min_copies") or 0),
+                "window": form.get("window", "").strip() or "24h",
+            }
+        except ValueError:
+            return self._error(request, 400, "min_sites and min_copies are whole numbers")
+        try:
+            with self._watches_lock:
+                add_watch(self.watches, **fields)
+        except WatchError as exc:
+            return self._error(request, 400, str(exc))
+        return RedirectResponse("/watches", status_code=303)
 
     def latest_data(self, request: Request) -> dict:
         return {"last_run_finished_at": self.store.last_run_finished_at()}
@@ -264,10 +330,10 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(store, *, token: str | None = None, poll_seconds: float = 30.0):
+def create_app(store, *, token: str | None = None, poll_seconds: float = 30.0, watches: Path | None = None):
     """The desk over an open read-only ``store`` (:func:`newsdedup.serve.store.open_readonly`); its pages ask every
-    ``poll_seconds`` whether new runs have landed."""
-    routes = Desk(store, token=token, poll_seconds=poll_seconds)
+    ``poll_seconds`` whether new runs have landed; ``watches`` is the watches file its form appends to."""
+    routes = Desk(store, token=token, poll_seconds=poll_seconds, watches=watches)
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
         if request.url.path.startswith("/api/"):

@@ -1084,6 +1084,13 @@ class SQLStore:
                 tx.execute("UPDATE alerts SET state = 'pending', claimed_at = NULL, attempts = attempts + 1, "
                            "last_error = ? WHERE key = ?", (error, key))
 
+    def alert_states(self) -> dict[str, dict[str, int]]:
+        """Per watch, its alerts by state (pending, sending, sent)."""
+        states: dict[str, dict[str, int]] = {}
+        for watch, state, count in self._read("SELECT watch, state, COUNT(*) FROM alerts GROUP BY watch, state"):
+            states.setdefault(watch, {})[state] = count
+        return states
+
     def alerts_owed(self, watch: str) -> set[tuple[int, str]]:
         """The (story, reason) pairs an alert was owed for, for ``watch``, sent or not."""
         return {(int(c), r) for c, r in self._read("SELECT cluster_id, reason FROM alerts WHERE watch = ?",
