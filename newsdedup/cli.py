@@ -373,7 +373,7 @@ def _send_alerts(storage: str, watches_file: str, *, desk_url: str | None, recla
     try:
         watches = load_watches(watches_file)
         reclaim = parse_duration(reclaim_after)
-    except (WatchError, ValueError) as exc:
+    except (WatchError, ValueError, OverflowError) as exc:
         say(f"error: {exc}")
         return 2
     try:

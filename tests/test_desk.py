@@ -264,6 +264,7 @@ def test_hostile_stored_values_are_escaped_and_never_links(desk):
 @pytest.mark.parametrize("path", [
     "/?window=soon", "/?window=0s", "/?min_sites=two", "/?min_sites=0", "/story/abc", "/story/99999999999999999999",
     "/search?q=" + "长" * 201, "/search?q=a%00b", "/search?q=x&order=best", "/sites?window=-1d", "/search?q=x&window=zz",
+    "/?window=99999999999999999999d", "/?window=nan", "/?min_sites=99999999999999999999999", "/story/%FF",
 ])
 def test_a_bad_parameter_is_a_400_with_a_message(desk, path):
     page = desk.get(path)

@@ -99,8 +99,11 @@ def load_watches(path: str | Path) -> list[Watch]:
             numbers[key] = value
         try:
             window = parse_duration(str(entry.get("window", "24h")))
+            utc_now() - window  # a window longer than the calendar is refused here, not at the first run
         except ValueError as exc:
             raise WatchError(f"{where}: window: {exc}") from None
+        except OverflowError:
+            raise WatchError(f"{where}: window: {entry.get('window')!r} is longer than the calendar") from None
         watches.append(Watch(name=name, query=" ".join(query.split()), notify=tuple(notify), sites=tuple(sites),
                              window=window, **numbers))
     return watches

@@ -81,6 +81,8 @@ def _window(request: Request, default: str, *, allow_all: bool = False) -> timed
         window = parse_duration(value)
     except ValueError as exc:
         raise BadParameter(f"window: {exc}") from None
+    except OverflowError:
+        raise BadParameter(f"window: {value!r} is out of range (1m to 3660d)") from None
     if not timedelta(minutes=1) <= window <= timedelta(days=3660):
         raise BadParameter(f"window: {value!r} is out of range (1m to 3660d)")
     return window
