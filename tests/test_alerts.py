@@ -191,3 +191,32 @@ def test_the_monitor_sends_the_alerts_after_each_run(tmp_path):
         assert alert["title"] == "[newsdedup] canteens: 临江市推行社区食堂建设"
     finally:
         receiver.close()
+
+
+def test_two_runs_at_once_send_an_alert_once(tmp_path):
+    """The first run is sending (the receiver holds its request); a second run started meanwhile finds the alert
+    claimed and sends nothing."""
+    db, sites_file, watches = tmp_path / "news.sqlite", tmp_path / "sites.toml", tmp_path / "watches.toml"
+    receiver = Receiver()
+    watches.write_text(f'[[watch]]\nname = "canteens"\nquery = "食堂"\nnotify = ["json://127.0.0.1:{receiver.port}/c"]\n',
+                       encoding="utf-8")
+    try:
+        with LocalSite(("alpha",)) as site:
+            site.publish("alpha", 1, "临江市推行社区食堂建设", STORY, "2026-11-27 08:00")
+            sites_file.write_text(site.sites_toml(), encoding="utf-8")
+            crawl(sites_file, db)
+        receiver.hold = True
+        first = subprocess.Popen(alerts_command(db, watches), cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        assert receiver.arrived.wait(60)
+        second = run_alerts(db, watches)
+        assert second.returncode == 0 and "alerts: 0 new, 0 sent" in second.stderr
+        receiver.hold = False
+        receiver.release.set()  # the held request ends unanswered: the first run counts it failed
+        first.wait(60)
+        assert len(receiver.received) == 1
+        third = run_alerts(db, watches, "--reclaim-after", "0s")
+        assert "1 sent" in third.stderr and len(receiver.received) == 2
+        assert receiver.received[0]["key"] == receiver.received[1]["key"]
+    finally:
+        receiver.close()
