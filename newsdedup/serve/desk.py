@@ -21,7 +21,7 @@ from newsdedup.monitoring.report import build_report, quoted_stories
 from newsdedup.text.diff import diff_sentences, diff_summary
 
 MAX_STORIES = 200  # rows on the Now page
-MAX_HITS = 2000  # articles a search reads (the newest)
+MAX_HITS = 2000  # articles a search reads (those stored last)
 MAX_GROUPS = 50  # stories a search shows
 RUNS_PER_SITE = 10
 
@@ -238,17 +238,25 @@ def search(store, query: str, *, window: timedelta | None = None, site: str | No
         groups[hit.cluster_id if hit.cluster_id is not None else -hit.id].append(hit)
     stories = []
     for cluster_id, matched in groups.items():
-        record = store.cluster(cluster_id) if cluster_id >= 0 else None
-        stories.append({
-            "cluster_id": cluster_id if record else None, "title": matched[0].title,
-            "members": record.members if record else 1, "copies": (record.members - 1) if record else 0,
-            "origin_url": record.origin_url if record else matched[0].url,
-            "newest_at": max(h.dated_at for h in matched), "matches": matched,
-        })
+        stories.append({"cluster_id": cluster_id, "title": matched[0].title, "members": None, "copies": None,
+                        "origin_url": matched[0].url, "newest_at": max(h.dated_at for h in matched),
+                        "matches": matched})
+
+    def attach(entry: dict) -> None:  # the story's row: its size and origin (a negative key: an article alone)
+        record = store.cluster(entry["cluster_id"]) if entry["cluster_id"] >= 0 else None
+        entry.update(cluster_id=record and record.cluster_id, members=record.members if record else 1,
+                     copies=record.members - 1 if record else 0,
+                     origin_url=record.origin_url if record else entry["origin_url"])
+
+    # Most copied first needs every story's size; newest first only the shown ones'.
     if order == "copies":
-        stories.sort(key=lambda s: (s["members"], s["newest_at"]), reverse=True)
+        for entry in stories:
+            attach(entry)
+        stories.sort(key=lambda s: (s["members"], s["newest_at"], s["origin_url"]), reverse=True)
     else:
-        stories.sort(key=lambda s: (s["newest_at"], s["members"]), reverse=True)
+        stories.sort(key=lambda s: (s["newest_at"], s["origin_url"]), reverse=True)
+        for entry in stories[:MAX_GROUPS]:
+            attach(entry)
     shown = stories[:MAX_GROUPS]
     for entry in shown:
         if entry["cluster_id"] is not None:  # the story's title is its origin's, whichever page matched

@@ -455,7 +455,7 @@ class ArticleStore(Protocol):
 
     def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
                         limit: int = 5000) -> list[SearchHit]:
-        """Articles whose title or text contains every term (any case), newest first (the full-text index)."""
+        """Articles whose title or text contains every term (any case), the last stored first (the full-text index)."""
         ...
 
     def counts(self) -> StoreCounts: ...

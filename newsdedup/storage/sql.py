@@ -993,7 +993,7 @@ class SQLStore:
 
     def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
                         limit: int = 5000) -> list[SearchHit]:
-        """The newest ``limit`` articles whose title or text contains every one of ``terms`` (substrings, any case),
+        """The ``limit`` articles stored last whose title or text contains every one of ``terms`` (substrings, any case),
         fetched since ``since``, on one of ``sites`` (any when empty). Both backends give the same rows: SQLite through
         its FTS5 trigram index, PostgreSQL through pg_trgm GIN indexes; terms shorter than a trigram are matched
         with LIKE."""
@@ -1011,7 +1011,7 @@ class SQLStore:
             params += list(sites)
         rows = self._read(
             f"""SELECT a.id, a.url, a.site, a.title, a.dated_at, a.fetched_at, a.cluster_id, a.status
-                FROM articles a WHERE {' AND '.join(where)} ORDER BY a.dated_at DESC, a.id DESC LIMIT ?""",
+                FROM articles a WHERE {' AND '.join(where)} ORDER BY a.id DESC LIMIT ?""",
             [*params, limit],
         ).fetchall()
         return [SearchHit(*row) for row in rows]
