@@ -87,7 +87,7 @@ def main() -> None:
     for label, word in (("search, 3 characters", words(store, rng, 3, 1)[0]),
                         ("search, 2 characters", words(store, rng, 2, 1)[0])):
         condition, params = store._match_condition((word,))  # the statement search_articles runs
-        sql = (f"SELECT a.id FROM articles a WHERE {condition} ORDER BY a.dated_at DESC, a.id DESC LIMIT 2000")
+        sql = f"SELECT a.id FROM articles a WHERE {condition} ORDER BY a.id DESC LIMIT 2000"
         plan = [row[-1] for row in store.conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
         print(f"  {label} ({word}): {'; '.join(plan)}")
     plan = [row[-1] for row in store.conn.execute(
