@@ -1,5 +1,5 @@
-"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, extract, dedup,
-antecedents, eval.
+"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, serve, alerts, extract,
+dedup, antecedents, eval.
 
 ``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.crawl.commands.crawl`), runnable from any
 folder; in the repository ``scrapy crawl portal`` is the same crawl.
@@ -281,6 +281,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
 
     def after_run(status: int) -> None:
+        if args.alerts:  # whatever the run's status: what it stored may match, and earlier failures are due
+            _send_alerts(args.storage, args.alerts, desk_url=args.desk_url, reclaim_after="10m", say=monitor.say)
         if not args.report:
             return
         from newsdedup.storage import StoreError
@@ -318,6 +320,90 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     finally:
         if log is not sys.stderr:
             log.close()
+
+
+# -- serve ---------------------------------------------------------------------------------
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("NEWSDEDUP_SERVE_TOKEN") or None
+    if not 0 < args.poll <= 86400:
+        print(f"newsdedup serve: error: --poll {args.poll:g}: give a number of seconds from 0.1 to 86400",
+              file=sys.stderr)
+        return 2
+    if args.host not in LOOPBACK and not token:
+        print(f"newsdedup serve: error: --host {args.host} opens the desk to other machines: give it a --token "
+              "(or NEWSDEDUP_SERVE_TOKEN), or keep the default 127.0.0.1", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from newsdedup.serve.app import create_app
+        from newsdedup.serve.store import open_readonly
+    except ImportError as exc:
+        print(f"newsdedup serve: error: no module {exc.name}; the desk needs the serve extra: "
+              "pip install 'newsdedup[serve]'", file=sys.stderr)
+        return 2
+    from newsdedup.storage import StoreError
+
+    try:
+        store = open_readonly(args.storage)
+    except StoreError as exc:
+        print(f"newsdedup serve: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"newsdedup desk on http://{host}:{args.port}/ over {store.name} (read-only); stop with Ctrl-C",
+              file=sys.stderr, flush=True)
+        app = create_app(store, token=token, poll_seconds=args.poll,
+                         watches=Path(args.watches) if args.watches else None)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                    server_header=False)
+    finally:
+        store.close()
+    return 0
+
+
+# -- alerts --------------------------------------------------------------------------------
+def _send_alerts(storage: str, watches_file: str, *, desk_url: str | None, reclaim_after: str,
+                 say) -> int:
+    """One run of ``newsdedup alerts``: ``say`` gets each line; returns the exit status (0, 1 a delivery failed,
+    2 nothing could be done)."""
+    from newsdedup.monitoring.alerts import WatchError, load_watches, run_alerts
+    from newsdedup.monitoring.timespec import parse_duration
+    from newsdedup.storage import StoreError
+
+    try:
+        watches = load_watches(watches_file)
+        reclaim = parse_duration(reclaim_after)
+    except (WatchError, ValueError, OverflowError) as exc:
+        say(f"error: {exc}")
+        return 2
+    try:
+        import apprise  # noqa: F401 - checked before the store is touched
+    except ImportError:
+        say("error: no module apprise; alerts need the serve extra: pip install 'newsdedup[serve]'")
+        return 2
+    store = _open_existing_store("alerts", storage)
+    if store is None:
+        return 2
+    try:
+        result = run_alerts(store, watches, desk_url=desk_url, reclaim_after=reclaim)
+    except StoreError as exc:
+        say(f"error: {exc}")
+        return 2
+    finally:
+        store.close()
+    for error in result.errors:
+        say(error)
+    say(result.summary())
+    return 1 if result.failed else 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    return _send_alerts(args.storage, args.watches, desk_url=args.desk_url, reclaim_after=args.reclaim_after,
+                        say=lambda line: print(f"newsdedup alerts: {line}", file=sys.stderr))
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -634,9 +720,47 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
     monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
+    monitor.add_argument("--alerts", metavar="FILE",
+                         help="after each run send the watches' new matches (as newsdedup alerts --watches FILE)")
+    monitor.add_argument("--desk-url", metavar="URL", help="with --alerts: the desk's address for links in alerts")
     monitor.add_argument("--runs", type=int, help="stop after this many crawls; a tick skipped for the lock is not one "
                          "(default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
+
+    serve = sub.add_parser(
+        "serve", help="the monitoring desk: what spreads now, stories, sites, search, in a browser (read-only)",
+        description="A web desk over the store, read-only: Now (stories spreading in a window), each story with "
+        "its copies, quotations and diffs, each site's record and crawl health, full-text search; the same data as "
+        "JSON under /api/ (docs/desk.md). Needs the serve extra: pip install 'newsdedup[serve]'.",
+    )
+    serve.add_argument("--storage", default=storage_default, help=storage_help)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default %(default)s; any other needs --token)")
+    serve.add_argument("--port", type=int, default=8321, help="port (default %(default)s)")
+    serve.add_argument("--token", help="require this token on every request (Authorization: Bearer TOKEN, or "
+                       "basic auth with it as password); default: $NEWSDEDUP_SERVE_TOKEN")
+    serve.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                       help="how often an open page asks whether new crawl runs have landed (default %(default)g)")
+    serve.add_argument("--watches", metavar="FILE",
+                       help="the watches file (as newsdedup alerts --watches): listed on /watches, where a form adds one")
+    serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
+                       help="the web server's log level (default %(default)s)")
+    serve.set_defaults(func=cmd_serve)
+
+    alerts = sub.add_parser(
+        "alerts", help="send the new matches of saved searches (watches) through Apprise: for cron or after a run",
+        description="Each watch of the file (docs/desk.md#watches-and-alerts) is a search; its new matching stories, "
+        "or stories crossing its sites or copies threshold, are sent to its Apprise URLs (JSON webhook, DingTalk, "
+        "WeCom, Feishu, mail...), at least once, each with an idempotency key. A failed delivery is sent again by "
+        "the next run; exit status 1 when one failed.",
+    )
+    alerts.add_argument("--storage", default=storage_default, help=storage_help)
+    alerts.add_argument("--watches", required=True, metavar="FILE", help="the watches file (TOML, [[watch]] tables)")
+    alerts.add_argument("--desk-url", metavar="URL",
+                        help="the desk's address for links in the alerts (default: the origin page's URL)")
+    alerts.add_argument("--reclaim-after", default="10m", metavar="DURATION",
+                        help="an alert a killed run was sending is sent again after this (default %(default)s)")
+    alerts.set_defaults(func=cmd_alerts)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")

@@ -43,6 +43,8 @@ ELSEWHERE = {
     "empty folder against a local portal",
     "newsdedup eval": "CI runs it on the shared data",
     "newsdedup monitor": "runs until stopped; tests/test_schedules.py runs it",
+    "newsdedup serve": "runs until stopped; tests/test_desk.py starts it and drives it in Chromium",
+    "newsdedup alerts": "needs a watches file and a receiver; tests/test_alerts.py runs it against a local webhook",
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",
     "scrapyd-deploy": "tests/test_schedules.py",
     "curl http://127.0.0.1:6800": "tests/test_schedules.py",

@@ -102,6 +102,8 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
         f"  failed and skipped pages: newsdedup failures --storage {store_uri}",
         f"  see who published each reprinted story first, and who copied it: "
         f"newsdedup report --storage {store_uri} -o report.html",
+        f"  browse what spread, each story's copies and search it in the monitoring desk "
+        f"(pip install 'newsdedup[serve]'): newsdedup serve --storage {store_uri}",
     ]
     return "\n".join(lines)
 

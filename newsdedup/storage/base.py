@@ -257,6 +257,19 @@ class ClusterMember:
     fingerprint: bytes = b""  # exact-text fingerprint: members with equal ones carry the same text
 
 
+class SearchHit(NamedTuple):
+    """An article whose title or text matched a full-text search (:meth:`ArticleStore.search_articles`)."""
+
+    id: int
+    url: str
+    site: str | None
+    title: str | None
+    dated_at: str
+    fetched_at: str
+    cluster_id: int | None
+    status: str
+
+
 @dataclass
 class StoreCounts:
     articles: int = 0
@@ -439,9 +452,28 @@ class ArticleStore(Protocol):
         ...
 
     def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
-                    query: str | None = None) -> Iterator[StoredReuse]:
+                    query: str | None = None, cluster: int | None = None) -> Iterator[StoredReuse]:
         """Passage reuses by pages fetched since ``since``, where the page or the story it quotes is of one of
-        ``sites`` and has ``query`` in its title or text; grouped by the story quoted, most characters first."""
+        ``sites`` and has ``query`` in its title or text (and, with ``cluster``, one of the two is that story); grouped by the story quoted, most characters first."""
+        ...
+
+    def cluster_members(self, cluster_id: int) -> list[ClusterMember]:
+        """The pages of one story (articles and exact repeats), the origin first."""
+        ...
+
+    def cluster_texts(self, cluster_id: int) -> dict[str, str]:
+        """The stored text of each page of a story, by URL."""
+        ...
+
+    def iter_site_runs(self, *, since: str | None = None) -> Iterator[SiteRunRecord]:
+        """Each site's figures for each run started since ``since``, newest run first."""
+        ...
+
+    def last_run_finished_at(self) -> str | None: ...
+
+    def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
+                        limit: int = 5000) -> list[SearchHit]:
+        """Articles whose title or text contains every term (any case), the last stored first (the full-text index)."""
         ...
 
     def counts(self) -> StoreCounts: ...
