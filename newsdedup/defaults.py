@@ -21,6 +21,14 @@ NEWSDEDUP_STORAGE_BUSY_TIMEOUT = 30.0
 # Further commit attempts (1 s, 2 s, 4 s apart) before the records count as not saved (exit status 4).
 NEWSDEDUP_STORAGE_RETRIES = 3
 
+# -- Alerts --
+
+# A watches file (TOML `[[watch]]` tables, see *Monitoring desk*): when the crawl closes, each watch's new matches are
+# sent through its Apprise URLs, as `newsdedup alerts --watches FILE` sends them (the `serve` extra). `None`: no alerts.
+NEWSDEDUP_ALERTS = None
+# The desk's address (`http://desk.example:8321`) for the links in alerts; `None`: the origin page's URL.
+NEWSDEDUP_DESK_URL = None
+
 # -- Distributed crawl --
 
 # A distributed crawl's Redis (`redis://:password@host:6379/0`, the `redis` extra): every process with the same

@@ -220,3 +220,47 @@ def test_two_runs_at_once_send_an_alert_once(tmp_path):
         assert receiver.received[0]["key"] == receiver.received[1]["key"]
     finally:
         receiver.close()
+
+
+def test_a_crawl_sends_its_watches_alerts_when_it_closes(tmp_path):
+    """NEWSDEDUP_ALERTS: the crawl itself sends the alerts when it closes. Run 1: one alert; run 2: none more for
+    that story, one for the new story, which the receiver refuses (500): counted in the closing summary, the exit
+    status unchanged; run 3 delivers it with the same key."""
+    db, sites_file, watches = tmp_path / "news.sqlite", tmp_path / "sites.toml", tmp_path / "watches.toml"
+    receiver = Receiver()
+    watches.write_text(f'[[watch]]\nname = "canteens"\nquery = "食堂"\n'
+                       f'notify = ["json://127.0.0.1:{receiver.port}/canteens"]\n', encoding="utf-8")
+    settings = ("-s", f"NEWSDEDUP_ALERTS={watches}", "-s", "NEWSDEDUP_DESK_URL=http://desk.example:8321")
+    try:
+        with LocalSite(("alpha",)) as site:
+            canteen = site.publish("alpha", 1, "临江市推行社区食堂建设", STORY, "2026-11-27 08:00")
+            site.publish("alpha", 2, "南岭省本周后期明显降温", OTHER_STORY, "2026-11-27 09:00")
+            sites_file.write_text(site.sites_toml(), encoding="utf-8")
+            first = crawl(sites_file, db, *settings)
+            [alert] = receiver.received
+            assert canteen in alert["message"] and "http://desk.example:8321/story/" in alert["message"]
+            assert "alerts: 1 new, 1 sent" in first.split("newsdedup run finished")[1]
+
+            school = site.publish("alpha", 3, "中小学食堂将统一升级", SCHOOL, "2026-11-27 13:00")
+            receiver.status = 500
+            second = crawl(sites_file, db, *settings)  # exit status 0: asserted by crawl()
+            assert "alerts: 1 new, 0 sent; 1 failed, sent again by the next run" in second
+            receiver.status = 200
+            third = crawl(sites_file, db, *settings)
+            assert "alerts: 0 new, 1 sent" in third
+    finally:
+        receiver.close()
+    assert [(school in r["message"], r["status"]) for r in receiver.received] == [(False, 200), (True, 500), (True, 200)]
+    assert receiver.received[1]["key"] == receiver.received[2]["key"]
+
+
+def test_a_crawl_with_a_bad_watches_file_stops_before_it_starts(tmp_path):
+    watches = tmp_path / "watches.toml"
+    watches.write_text('[[watch]]\nname = "x"\nquery = "食堂"\nnotify = ["json://127.0.0.1:9"]\nmin_sites = 0\n',
+                       encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "crawl", "-s", f"NEWSDEDUP_ALERTS={watches}",
+                             "-s", f"NEWSDEDUP_STORAGE_URI=sqlite:///{tmp_path / 'news.sqlite'}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr.splitlines()) == (2, [
+        f"newsdedup: error: NEWSDEDUP_ALERTS: {watches}: watch 'x': min_sites must be a whole number >= 1"])
+    assert not (tmp_path / "news.sqlite").exists()

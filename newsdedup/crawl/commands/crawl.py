@@ -50,6 +50,10 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
         _check_extensions(settings)
         if crawl.redis_url:
             _require_redis_extra()
+        if crawl.alerts:
+            from newsdedup.crawl.run_alerts import check_alerts
+
+            check_alerts(crawl.alerts)
         store = crawl.open_store()
     except (SiteConfigError, SettingError, ValueError) as exc:
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
