@@ -1077,11 +1077,12 @@ class SQLStore:
         return added
 
     def due_alerts(self, *, stale_before: str) -> list[dict]:
-        """Alerts not yet sent: pending ones, and those a sender claimed before ``stale_before`` and never finished
-        (it was killed or lost its connection while sending): oldest first."""
+        """Alerts not yet sent: pending ones, and those a sender claimed at or before ``stale_before`` and never
+        finished (it was killed or lost its connection while sending): oldest first. At or before: times are stored
+        to the second, and ``--reclaim-after 0s`` must reclaim a claim made in this very second."""
         rows = self._read(
             f"""SELECT {', '.join(ALERT_COLUMNS)} FROM alerts
-                WHERE state = 'pending' OR (state = 'sending' AND claimed_at < ?) ORDER BY created_at, key""",
+                WHERE state = 'pending' OR (state = 'sending' AND claimed_at <= ?) ORDER BY created_at, key""",
             (stale_before,),
         ).fetchall()
         return [dict(zip(ALERT_COLUMNS, row)) for row in rows]
@@ -1091,7 +1092,7 @@ class SQLStore:
         with self._write() as tx:
             return tx.execute(
                 """UPDATE alerts SET state = 'sending', claimed_at = ?
-                   WHERE key = ? AND (state = 'pending' OR (state = 'sending' AND claimed_at < ?))""",
+                   WHERE key = ? AND (state = 'pending' OR (state = 'sending' AND claimed_at <= ?))""",
                 (now, key, stale_before),
             ).rowcount == 1
 
