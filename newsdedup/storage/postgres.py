@@ -66,6 +66,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table; older articles have none.
     6: tuple(statements(REUSES_TABLE.format(**POSTGRES_TYPES))),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    7: ("ALTER TABLE reuses ADD COLUMN IF NOT EXISTS basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
 _APPLICATION = "newsdedup "  # application_name of the writer connection: "newsdedup pid N on HOST"
 

@@ -78,6 +78,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table, created from SCHEMA; older articles have none.
     6: (),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    7: ("ALTER TABLE reuses ADD COLUMN basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
 
 def _table_of(statement: str) -> str:
