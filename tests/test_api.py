@@ -45,7 +45,7 @@ def test_the_parameters_are_the_settings_with_their_defaults():
     # Every setting of the dedup decision and its features is one.
     dedup_groups = ("NEWSDEDUP_NEAR_", "NEWSDEDUP_SEGMENTER", "NEWSDEDUP_STOPWORDS", "NEWSDEDUP_SIMHASH_",
                     "NEWSDEDUP_SPOTSIGS_", "NEWSDEDUP_ESIMHASH_", "NEWSDEDUP_DWDCS_", "NEWSDEDUP_EXACT_",
-                    "NEWSDEDUP_RETENTION_")
+                    "NEWSDEDUP_RETENTION_", "NEWSDEDUP_REUSE")
     assert sorted(name for name in vars(defaults) if name.startswith(dedup_groups)) == sorted(settings)
 
 
@@ -149,8 +149,19 @@ def test_newsdedup_dedup_writes_what_the_version_before_the_api_wrote(shared_dat
     source, output = tmp_path / "sample.jsonl", tmp_path / "verdicts.jsonl"
     source.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in sina_sample(shared_data)),
                       encoding="utf-8")
+    # With issue 34's containment rule off, the decisions are the old ones; each line has its reuses beside them.
+    assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0",
+                 "--containment-min-share", "none"]) == 0
+    lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert all(isinstance(line.pop("reuses"), list) for line in lines)
+    assert [json.dumps(line, ensure_ascii=False) + "\n" for line in lines] == \
+        EXPECTED.read_text(encoding="utf-8").splitlines(keepends=True)
+    # With it (the default), a few containment matches become texts of their own.
     assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0"]) == 0
-    assert output.read_bytes() == EXPECTED.read_bytes()
+    now = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    before = [json.loads(line) for line in EXPECTED.read_text(encoding="utf-8").splitlines()]
+    changed = [(old["status"], new["status"]) for old, new in zip(before, now) if old["status"] != new["status"]]
+    assert changed and set(changed) <= {("near_duplicate", "unique")}, changed
 
 
 def test_the_getting_started_example_runs_as_written(tmp_path):

@@ -7,7 +7,7 @@ Pure Python; the caller supplies how to confirm a fingerprint (the article store
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.bloom import BoundedBloomFilter
@@ -87,6 +87,12 @@ class Verdict:
     """The method's own figure that decided, 4 decimals, named by :attr:`measure`."""
     measure: str | None = None
     """``exact``, ``jaccard``, ``containment`` (SpotSigs), ``hamming`` (Simhash bits apart) or ``cosine`` (DWDCS)."""
+    reuses: tuple[dict, ...] = field(default=(), repr=False)
+    """Passages it shares with earlier stories other than its own (:mod:`newsdedup.dedup.reuse`), most characters
+    first, each in the form ``newsdedup export`` gives (``chars``, ``fraction``, ``source_fraction``, ``passages``,
+    ``basis``) with ``source_id`` the other story's key; ``"quoted_by": true`` when that story, published after
+    this document, quotes it (passages and fractions are then that story's view). Empty for an exact duplicate,
+    and with reuse switched off (:class:`newsdedup.Deduplicator`'s ``reuse``)."""
 
 
 class DedupEngine:
