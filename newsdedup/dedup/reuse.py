@@ -58,7 +58,7 @@ import json
 import math
 import secrets
 import zipfile
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -82,10 +82,17 @@ MIN_CHARS = 80
 MIN_PASSAGE = 60
 MIN_FRACTION = 0.08
 MAX_SOURCES = 16
-#: A fingerprint that this many other stored stories of the new text's own site (or series: its ``group``) hold
-#: is that site's boilerplate for it, however few stories hold it in all: with the new text, three pages of one site
-#: carry it, the site template's own bar (:data:`newsdedup.extract.template.MIN_PAGES`).
+#: A passage at the edge of both texts (see :data:`EDGE`) made of fingerprints that this many other stored stories of
+#: the new text's own site (or series: its ``group``) hold is that site's boilerplate, however few stories hold it in
+#: all: with the new text, three pages of one site carry it, the site template's own bar
+#: (:data:`newsdedup.extract.template.MIN_PAGES`).
 GROUP_SOURCES = 2
+#: A site's boilerplate stands where a template puts it: it opens or closes the text (an editor's note, a risk
+#: disclaimer, an authorisation line), within this many characters of the text's start or end (or this share of
+#: its length). A same-site passage in the middle of either text (a follow-up repeating yesterday's background, a
+#: statement two reports quote) is never taken for boilerplate.
+EDGE = 20
+EDGE_SHARE = 0.05
 
 #: How a reuse record's direction was decided (:attr:`Reuse.basis`): by the two stories' publication times, or (a
 #: time unknown, or both the same) by the order they arrived in.
@@ -670,10 +677,10 @@ class ReuseIndex:
         return ids[self._alive[: len(ids)] & (ids >= 0)]
 
     def _seed_matches(self, hashes: np.ndarray, exclude: np.ndarray, group: int = -1
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query fingerprint number, story seq, story position)`` of every usable seed: postings of live,
-        not excluded stories, of fingerprints no more than ``max_sources`` stories hold, nor ``group_sources`` or
-        more stories of the new text's own ``group`` (its site's boilerplate)."""
+        not excluded stories, of fingerprints no more than ``max_sources`` stories hold; and, per query fingerprint,
+        whether ``group_sources`` or more stories of the new text's own ``group`` hold it."""
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         raw = np.zeros(len(hashes), np.int64)
         ranges = []
@@ -702,7 +709,7 @@ class ReuseIndex:
             found.append((query, segment.seqs[at], segment.positions[at]))
         if not found:
             empty = np.empty(0, np.int64)
-            return empty, empty, empty
+            return empty, empty, empty, np.zeros(len(hashes), bool)
         query = np.concatenate([f[0] for f in found])
         seqs = np.concatenate([f[1] for f in found]).astype(np.int64)
         positions = np.concatenate([f[2] for f in found]).astype(np.int64)
@@ -714,13 +721,12 @@ class ReuseIndex:
         _, value = np.unique(hashes, return_inverse=True)
         held = np.unique((value[query].astype(np.int64) << 32) | seqs)
         common = np.bincount(held >> 32, minlength=len(hashes)) > self.max_sources
+        site_common = np.zeros(len(hashes), bool)
         if group >= 0:
-            # A disclaimer, an editor's note, an authorisation line: what other pages of the same site carry too is
-            # the site's, not a story's, long before max_sources stories hold it.
             own = held[self._groups[held & 0xFFFFFFFF] == group]
-            common |= np.bincount(own >> 32, minlength=len(hashes)) >= self.group_sources
+            site_common = (np.bincount(own >> 32, minlength=len(hashes)) >= self.group_sources)[value]
         keep = ~common[value[query]]
-        return query[keep], seqs[keep], positions[keep]
+        return query[keep], seqs[keep], positions[keep], site_common
 
     def find(self, text: str, *, exclude: Iterable[Hashable] = (), published: datetime | float | str | None = None,
              group: Hashable | None = None, title: str | None = None) -> list[Reuse]:
@@ -736,7 +742,7 @@ class ReuseIndex:
             return []
         excluded = np.array([seq for seq in map(self._ids.get, exclude) if seq is not None], np.int64)
         group = self._group_code(about.group, create=False)
-        query, seqs, source_positions = self._seed_matches(hashes, excluded, group)
+        query, seqs, source_positions, site_common = self._seed_matches(hashes, excluded, group)
         if not len(seqs):
             return []
         found = []
@@ -753,32 +759,48 @@ class ReuseIndex:
             reuse = self._reuse(story_id, form, offsets, query_positions[start:end].tolist(),
                                 source_positions[start:end].tolist())
             if reuse is not None and group >= 0 and self._groups[seq] == group:
-                reuse = self._site_boilerplate(reuse, prepared, about.title)
+                reuse = self._site_boilerplate(reuse, prepared, about.title, positions[site_common])
             if reuse is not None:
                 found.append(self._directed(reuse, seq, about.published))
         return sorted(found, key=lambda r: (-r.chars, r.source))
 
-    def _site_boilerplate(self, reuse: Reuse, prepared: _Prepared, title: str | None) -> Reuse | None:
+    def _site_boilerplate(self, reuse: Reuse, prepared: _Prepared, title: str | None,
+                          site_common: np.ndarray) -> Reuse | None:
         """``reuse`` of a story of the new text's own site without the passages that are the site's boilerplate,
-        or None when nothing else is left.  Fingerprints that ``group_sources`` stories of the site hold seed
-        nothing already (:meth:`_seed_matches`); what two pages of one site share before a third carries it is
-        told by the site template's test (:func:`~newsdedup.extract.template.speaks_of_headline`): a passage that
-        speaks of neither page's headline (a risk disclaimer, an editor's note, an authorisation line) is the
-        site's, while a follow-up repeating yesterday's background speaks of both stories' subject and stays.
-        Without both headlines only the fingerprint count decides."""
+        or None when nothing else is left.  A boilerplate passage opens or closes both texts (:data:`EDGE`), and
+        either speaks of neither page's headline (the site template's test,
+        :func:`~newsdedup.extract.template.speaks_of_headline`: a risk disclaimer, an editor's note, an
+        authorisation line; a follow-up repeating yesterday's background speaks of both stories' subject), which
+        tells it from two pages on, or, without both headlines, is mostly fingerprints that ``group_sources``
+        other stories of the site hold (``site_common``: their positions in the new text's normalised form)."""
         source_title = self._titles.get(reuse.source) if self._title_of is None else self._title_of(reuse.source)
-        if not title or not source_title:
-            return reuse
-        from newsdedup.extract.template import speaks_of_headline  # the template's own judgement
+        text, offsets = prepared.text, prepared.offsets
+        source_length = self._raw_length(reuse.source)
+        common_at = [offsets[i] for i in site_common.tolist()]
 
-        text = prepared.text
-        kept = tuple(p for p in reuse.passages
-                     if speaks_of_headline(title, text[p.start : p.start + p.length])
-                     or speaks_of_headline(source_title, text[p.start : p.start + p.length]))
+        def boilerplate(p: Passage) -> bool:
+            if not (_at_edge(p.start, p.length, len(text)) and _at_edge(p.source_start, p.source_length, source_length)):
+                return False
+            if title and source_title:
+                from newsdedup.extract.template import speaks_of_headline  # the template's own judgement
+
+                quoted = p.quoted(text)
+                return not (speaks_of_headline(title, quoted) or speaks_of_headline(source_title, quoted))
+            if not (_at_edge(p.start, p.length, len(text), closing=True)
+                    and _at_edge(p.source_start, p.source_length, source_length, closing=True)):
+                return False  # an opening both share and other pages too may be the outlet's stock lead: reuse
+            inside = bisect_right(common_at, p.start + p.length - 1) - bisect_left(common_at, p.start)
+            return inside * (self.w + 1) >= p.chars  # winnowing keeps about 2 / (w + 1) of the positions: half
+
+        kept = tuple(p for p in reuse.passages if not boilerplate(p))
         if len(kept) == len(reuse.passages):
             return reuse
         return qualify(reuse.source, kept, reuse.text_chars, reuse.source_chars, min_passage=self.min_passage,
                        min_chars=self.min_chars, min_fraction=self.min_fraction)
+
+    def _raw_length(self, story_id: Hashable) -> int:
+        form, offsets = self._source_form(story_id)
+        return offsets[len(form) - 1] + 1 if len(form) else 0
 
     def _directed(self, reuse: Reuse, seq: int, published: datetime | float | str | None) -> Reuse:
         """The record with its direction: the story published first is the quoted one, when both times are known
@@ -871,6 +893,13 @@ class ReuseIndex:
                          for q0, q1, s0, s1, n in sorted(kept))
         return qualify(story_id, passages, len(form), len(source_form), min_passage=self.min_passage,
                        min_chars=self.min_chars, min_fraction=self.min_fraction)
+
+
+def _at_edge(start: int, length: int, total: int, *, closing: bool = False) -> bool:
+    """Whether ``[start, start + length)`` opens or closes a text of ``total`` characters (see :data:`EDGE`); with
+    ``closing``, whether it closes it."""
+    edge = max(EDGE, EDGE_SHARE * total)
+    return (start <= edge and not closing) or start + length >= total - edge
 
 
 class _Stretches:
