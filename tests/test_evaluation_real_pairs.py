@@ -141,8 +141,10 @@ def test_score_counts_reuse_as_a_false_positive_and_leaves_junk_out():
 def test_the_grid_covers_the_issue_settings_and_the_suggestion_needs_precision():
     settings = grid()
     assert NearSettings(method="spotsigs") in settings and NearSettings(method="simhash") in settings
-    assert len(settings) == 7 * (1 + 4 * 2) + 4  # tau x (containment off, or 4 values with and without the whole rule)
+    # tau x (containment off, or 4 values with and without the whole rule, each with and without the share rule)
+    assert len(settings) == 7 * (1 + 4 * 2 * 2) + 4
     assert NearSettings(method="spotsigs", spotsigs_containment_whole_below=0.6) in settings
+    assert NearSettings(method="spotsigs", spotsigs_containment_min_share=None) in settings
     row = lambda name, p, f1, reuse: {"setting": name, "method": "spotsigs", "tune": {"precision": p, "f1": f1, "reuse_called": reuse}}
     rows = [row("loose", 0.90, 0.95, 5), row("strict", 0.99, 0.90, 0), row("stricter", 0.99, 0.90, 1)]
     assert suggest(rows, "spotsigs") == (rows[1], True)

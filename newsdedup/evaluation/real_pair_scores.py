@@ -34,6 +34,9 @@ SPOTSIGS_CONTAINMENTS = (None, 0.6, 0.7, 0.8, 0.9)
 #: Each containment setting also with the fallback's whole-containment rule below this length ratio
 #: (``spotsigs_containment_whole_below``; 0.6 was chosen on the tune half, see docs/evaluation.md).
 SPOTSIGS_WHOLE_BELOW = (None, 0.6)
+#: Each containment setting also without issue 34's rule (``spotsigs_containment_min_share``, shipped 0.5: a longer
+#: text whose own story outweighs what it shares is a reuse, not a copy).
+SPOTSIGS_MIN_SHARE = (None, 0.5)
 SIMHASH_DISTANCES = (3, 4, 5, 6)
 #: A setting the tune half suggests must keep this precision (the issue's bar for the held-out half).
 MIN_PRECISION = 0.98
@@ -42,9 +45,10 @@ MIN_PRECISION = 0.98
 def grid() -> list[NearSettings]:
     """Every setting scored: the SpotSigs grid, then the Simhash distances (other parameters at their defaults)."""
     spotsigs = [NearSettings(method="spotsigs", spotsigs_tau=tau, spotsigs_min_containment=containment,
-                             spotsigs_containment_whole_below=whole)
+                             spotsigs_containment_whole_below=whole, spotsigs_containment_min_share=share)
                 for tau in SPOTSIGS_TAUS for containment in SPOTSIGS_CONTAINMENTS
-                for whole in (SPOTSIGS_WHOLE_BELOW if containment is not None else (None,))]
+                for whole in (SPOTSIGS_WHOLE_BELOW if containment is not None else (None,))
+                for share in (SPOTSIGS_MIN_SHARE if containment is not None else (None,))]
     return spotsigs + [NearSettings(method="simhash", simhash_max_distance=k) for k in SIMHASH_DISTANCES]
 
 
@@ -53,8 +57,10 @@ def describe(settings: NearSettings) -> str:
         return f"simhash k={settings.simhash_max_distance}"
     containment = settings.spotsigs_min_containment
     whole = settings.spotsigs_containment_whole_below
+    share = settings.spotsigs_containment_min_share
     return (f"spotsigs tau={settings.spotsigs_tau} containment={'off' if containment is None else containment}"
-            + ("" if containment is None or whole is None else f" whole<{whole}"))
+            + ("" if containment is None or whole is None else f" whole<{whole}")
+            + ("" if containment is None or share is None else f" share>={share}"))
 
 
 class PairJudge:
