@@ -431,3 +431,17 @@ def test_a_saved_index_keeps_publication_times_and_sites(tmp_path):
     assert opened.find(FUND + "\n" + DISCLAIMER, group="qinghe") == index.find(FUND + "\n" + DISCLAIMER, group="qinghe")
     [reuse] = opened.find(COMMENT, published=day(2))
     assert (reuse.direction, reuse.basis) == ("quoted_by", "published")
+
+
+def test_a_record_of_several_passages_turns_to_the_quoting_storys_view_in_its_order():
+    """A page published first whose two paragraphs a stored story quotes in the other order."""
+    first, second = REPORT_PARAGRAPHS[0] + REPORT_PARAGRAPHS[1], REPORT_PARAGRAPHS[2] + REPORT_PARAGRAPHS[3]
+    stored = COMMENT_OWN_START + second + "\n中间是评论员自己的一段分析，和原文没有关系，讲的是另一件事情。" * 2 + first + COMMENT_OWN_END
+    tracker = ReuseTracker()
+    tracker.process("comment", stored, day(2), published=day(2))
+    [reuse] = tracker.process("report", REPORT, day(3), published=day(1))
+    assert reuse.direction == "quoted_by" and len(reuse.passages) == 2
+    passages, _, _ = reuse.quoting_view()
+    assert [p.start for p in passages] == sorted(p.start for p in passages)
+    for p in passages:  # the quoting (stored) story's offsets first
+        assert stored[p.start : p.start + 20] == REPORT[p.source_start : p.source_start + 20]

@@ -215,8 +215,8 @@ class Reuse:
         its fraction first (the stored form of a relation, whichever of the two texts arrived first)."""
         if self.direction == QUOTES:
             return self.passages, self.fraction, self.source_fraction
-        flipped = tuple(sorted(Passage(p.source_start, p.source_length, p.start, p.length, p.chars)
-                               for p in self.passages))
+        flipped = tuple(sorted((Passage(p.source_start, p.source_length, p.start, p.length, p.chars)
+                                for p in self.passages), key=lambda p: (p.start, p.source_start)))
         return flipped, self.source_fraction, self.fraction
 
 
