@@ -36,6 +36,13 @@ How (the text-reuse recipe of passim and of MOSS, Schleimer, Wilkerson and Aiken
    held by hundreds; an outlet's stock lead for ten reports of one forum still counts).  All four are chosen
    on the tune half of the labelled real pairs (:mod:`newsdedup.evaluation.reuse_scores`).  Passages that are
    mostly not Chinese (``min_cjk``: a page's script or style sheet read as text) do not count.
+5. *Who quotes whom* (issue 34).  The story published first is the quoted one: each story's publication time is
+   indexed with it, and a record whose stored story was published after the new text says so
+   (:attr:`Reuse.direction` ``quoted_by``); unknown or equal times leave the arrival order (:attr:`Reuse.basis`).
+6. *A site's boilerplate* (issue 34).  A passage the new text shares with a story of its own site (``group``) that
+   opens or closes both texts and speaks of neither headline, or without headlines closes both and is held by
+   ``group_sources`` more of the site's stories, is the site's template (a disclaimer, an editor's note), not a
+   relation, long before ``max_sources`` stories hold it (:meth:`ReuseIndex._site_boilerplate`).
 
 >>> report = ("国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。"
 ...           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。专家认为物价总体平稳。")
@@ -1007,9 +1014,10 @@ class ReuseTracker:
       the stories stored before it.
 
     Storing a record: one row a relation, ``reuses(article_id, source_id, chars, fraction, source_fraction,
-    passages)`` with ``passages`` the JSON list of :meth:`Reuse.as_record` (raw offsets into both stories' stored
-    texts: the text given here must be the text stored), primary key ``(article_id, source_id)`` (applying a story
-    twice writes the same row) and an index on ``source_id`` (a story's "quoted by").
+    passages, basis)`` with ``passages`` the JSON list of :meth:`Reuse.as_record` (raw offsets into both stories'
+    stored texts: the text given here must be the text stored), primary key ``(article_id, source_id)`` (applying a
+    story twice writes the same row) and an index on ``source_id`` (a story's "quoted by"); the row of a
+    ``quoted_by`` record is the stored story's (:meth:`Reuse.quoting_view` turns its passages around).
 
     ``retention_days``: a story is forgotten once it is older than that, counted back from the newest time
     :meth:`process` was given (the crawl's clock is its pages' fetch times; a page fetched out of order does
