@@ -209,6 +209,7 @@ class Deduplicator:
         self.store_uri = store
         self._store: ArticleStore | None = None
         self._reuse: ReuseTracker | None = None  # in memory: the passage-reuse stage (NEWSDEDUP_REUSE)
+        self._captions: dict[DocumentId, frozenset[str]] = {}  # in memory: caption-only stories' captions
         self._story_reuse: StoryReuse | None = None  # over a store: the crawl's, on the same store
         reuse = options.get_bool(settings, "NEWSDEDUP_REUSE")
         if store is None:
@@ -274,20 +275,18 @@ class Deduplicator:
 
         ids: collections.deque[tuple[DocumentId, Mapping]] = collections.deque()
         texts: collections.deque[str] = collections.deque()
-        keep_texts = self._store is not None or self._reuse is not None  # stored, or looked up for reuse
 
         def queued() -> Iterator[str]:
             for doc_id, text, *about in documents:
                 ids.append((doc_id, about[0] if about else {}))
-                if keep_texts:
-                    texts.append(text)
+                texts.append(text)  # stored, looked up for reuse, read for captions
                 yield text
 
         pool = AnalysisPool(self.features, workers=workers)
         pool.start()
         try:
             for features in pool.map(analyse_text, queued()):  # in input order
-                text = texts.popleft() if keep_texts else ""
+                text = texts.popleft()
                 doc_id, about = ids.popleft()
                 yield self._decide(doc_id, features, text, about.get("title"), about.get("site"),
                                    about.get("published_at"))
@@ -323,7 +322,11 @@ class Deduplicator:
         if self._store is None:
             if self.store_uri is not None:
                 raise ValueError(f"this Deduplicator's store {self.store_uri} is closed")
-            verdict = self.engine.process(doc_id, features)
+            from newsdedup.dedup.captions import caption_check, caption_lines
+
+            verdict = self.engine.process(doc_id, features, confirm=caption_check(text, self._captions.get))
+            if verdict.status == UNIQUE and (captions := caption_lines(text)) is not None:
+                self._captions[doc_id] = captions  # caption pages are few: their captions are kept
             if self._reuse is None or verdict.status == EXACT_DUPLICATE:
                 return verdict  # an exact duplicate's text is its story's: no relation of its own
             return replace(verdict, reuses=self._reuses_in_memory(verdict, text, title, site, published_at))
@@ -380,7 +383,10 @@ class Deduplicator:
             ))
             return replace(exact, duplicate_of=earlier.url, cluster_id=self._first_of_story(earlier.cluster_id))
         article_id = store.new_article_id()
-        verdict = self.engine.near_verdict(article_id, features)
+        from newsdedup.dedup.captions import caption_check, caption_lines
+
+        verdict = self.engine.near_verdict(article_id, features, confirm=caption_check(
+            text, lambda centre: caption_lines(store.article_text(cast(int, centre)) or "")))
         cluster_id = cast(int, verdict.cluster_id)  # an article id of the store
         duplicate_of = store.url_of(cast(int, verdict.duplicate_of)) if verdict.status == NEAR_DUPLICATE else None
         reuses: tuple[ReuseRecord, ...] = ()

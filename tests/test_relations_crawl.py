@@ -130,3 +130,28 @@ def test_a_sites_disclaimer_is_no_relation_and_a_quotation_points_to_the_story_p
             deduplicated.append((quoting, quoted, reuse["chars"], json.dumps(reuse["passages"]), reuse["basis"]))
     assert normalised(deduplicated) == relations
     assert [bool(line["reuses"]) for line in lines] == [False, True]  # carried by the page that arrived second
+
+
+def test_two_caption_pages_of_one_event_are_two_stories_in_a_crawl(tmp_path):
+    """Photo pages whose texts are captions to one formula (their spots are the formula's) stay two stories; the
+    same captions on another page are a copy."""
+    from test_captions import AFTERNOON, MORNING
+
+    db = tmp_path / "news.sqlite"
+    sites_file = tmp_path / "sites.toml"
+    with LocalSite(("tupian",)) as site:
+        urls = [site.publish("tupian", n, title, text.split("\n"), f"2026-11-18 1{n}:00")
+                for n, (title, text) in enumerate((("临江马拉松开跑", MORNING), ("临江马拉松颁奖", AFTERNOON),
+                                                   ("组图：临江马拉松", "\n".join(reversed(MORNING.split("\n"))))), 1)]
+        sites_file.write_text(site.sites_toml(), encoding="utf-8")
+        crawl(sites_file, db)
+    rows = {row["url"]: row for row in export_rows(db)}
+    assert all(caption_lines_of(rows[url]["text"]) for url in urls)  # stored as captions only
+    assert rows[urls[0]]["cluster_id"] != rows[urls[1]]["cluster_id"]
+    assert rows[urls[2]]["cluster_id"] == rows[urls[0]]["cluster_id"]
+
+
+def caption_lines_of(text: str):
+    from newsdedup.dedup.captions import caption_lines
+
+    return caption_lines(text)

@@ -131,23 +131,26 @@ class DedupEngine:
             return None
         return Verdict(key, EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact", 1.0, "exact")
 
-    def near_verdict(self, key: Hashable, features: DocFeatures) -> Verdict:
-        """Single-Pass: join the best matching story (near duplicate) or start one (unique, its own centre)."""
-        assignment = self.clusterer.assign(key, features)
+    def near_verdict(self, key: Hashable, features: DocFeatures, *,
+                     confirm: Callable[[Hashable], bool] | None = None) -> Verdict:
+        """Single-Pass: join the best matching story (near duplicate) or start one (unique, its own centre);
+        ``confirm``: see :meth:`~newsdedup.dedup.single_pass.SinglePassClusterer.assign`."""
+        assignment = self.clusterer.assign(key, features, confirm=confirm)
         match = assignment.match
         if match is None:
             return Verdict(key, UNIQUE, None, assignment.cluster_id, None, self.method)
         return Verdict(key, NEAR_DUPLICATE, assignment.duplicate_of, assignment.cluster_id, round(match.similarity, 4),
                        self.method, round(match.score, 4), match.measure)
 
-    def process(self, key: Hashable, features: DocFeatures) -> Verdict:
+    def process(self, key: Hashable, features: DocFeatures, *,
+                confirm: Callable[[Hashable], bool] | None = None) -> Verdict:
         """Both stages, and the document kept (an engine built :meth:`in_memory`): a later copy of its text is an
         exact duplicate. Over a store, the caller stores the document and adds its fingerprint to :attr:`exact`."""
         if self._first_by_fingerprint is None:
             raise TypeError("process() keeps documents in memory: build the engine with DedupEngine.in_memory()")
         verdict = self.exact_verdict(key, features.fingerprint)
         if verdict is None:
-            verdict = self.near_verdict(key, features)
+            verdict = self.near_verdict(key, features, confirm=confirm)
             self._first_by_fingerprint[features.fingerprint] = ExactRef(key, verdict.cluster_id)
             self.exact.add(features.fingerprint)
         return verdict

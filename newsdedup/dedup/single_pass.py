@@ -29,7 +29,7 @@ Rows of different methods stay comparable through ``similarity``; ``score`` expl
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -462,9 +462,13 @@ class SinglePassClusterer:
     def method(self) -> str:
         return self.detector.method
 
-    def assign(self, key: Hashable, features: DocFeatures) -> Assignment:
+    def assign(self, key: Hashable, features: DocFeatures, *,
+               confirm: Callable[[Hashable], bool] | None = None) -> Assignment:
+        """Join the best matching centre, or start a cluster. ``confirm(centre)``, when given, may refuse the match
+        on what the features do not hold (two caption pages of one event share their caption formula's spots,
+        :mod:`newsdedup.dedup.captions`): the document then starts a cluster of its own."""
         match = self.detector.best_match(features)
-        if match is not None:
+        if match is not None and (confirm is None or confirm(match.key)):
             return Assignment(cluster_id=match.key, duplicate_of=match.key, match=match)
         self.detector.add(key, features)
         return Assignment(cluster_id=key, duplicate_of=None)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from newsdedup.dedup.captions import caption_check, caption_lines
 from newsdedup.dedup.engine import DedupEngine
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
@@ -83,7 +84,9 @@ class PairJudge:
         config = FeatureConfig(method=settings.method)
         dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(settings)), expected=2)
         dedup.process("a", self.features(config, a))
-        verdict = dedup.process("b", self.features(config, b))
+        # As the crawl: a caption-only text joins another caption page only with the same captions.
+        verdict = dedup.process("b", self.features(config, b),
+                                confirm=caption_check(b, lambda _: caption_lines(a)))
         return verdict.status in (EXACT_DUPLICATE, NEAR_DUPLICATE) and verdict.duplicate_of == "a"
 
 
