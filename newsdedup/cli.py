@@ -455,9 +455,11 @@ def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str | int, str]
         except (ValueError, KeyError, TypeError) as exc:
             bad.append(f"line {number}: {type(exc).__name__}: {exc}")
             continue
-        # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies.
+        # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies. With the site
+        # and publication time it tells the passage-reuse stage a site's boilerplate and who quotes whom.
         # The id is kept as given (string or integer), so duplicate_of and cluster_id have its type.
-        yield doc_id, text
+        about = {key: doc[key] for key in ("title", "site", "published_at") if isinstance(doc.get(key), str)}
+        yield doc_id, text, about
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -564,7 +566,12 @@ DEDUP_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
     ("containment_whole_below", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW", str,
      "a containment match whose smaller text is under this share of the larger needs it wholly contained; "
      "none (default) switches it off"),
+    ("containment_min_share", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SHARE", str,
+     "a containment match needs the shared spots to be this share of the longer text's (else it is a reuse); "
+     "none switches it off"),
     ("min_signatures", "NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", int, "texts with fewer spots are neither indexed nor matched"),
+    ("reuse", "NEWSDEDUP_REUSE", ("true", "false"),
+     "record the passages a text shares with earlier stories (each line's reuses); false switches it off"),
     ("max_distance", "NEWSDEDUP_SIMHASH_MAX_DISTANCE", int, "Simhash Hamming threshold"),
     ("simhash_bits", "NEWSDEDUP_SIMHASH_BITS", int, "Simhash width, 64 or 128"),
     ("simhash_features", "NEWSDEDUP_SIMHASH_FEATURES", ("words", "word_shingles", "chars"), "Simhash features"),
@@ -770,7 +777,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.set_defaults(func=cmd_extract)
 
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
-    dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
+    dedup.add_argument("--input", required=True,
+                       help='JSON lines {"id", "text", "title"?, "site"?, "published_at"?}; - for standard input')
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
     for dest, name, kind, text in DEDUP_OPTIONS:
         flag = "--" + dest.replace("_", "-")

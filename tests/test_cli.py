@@ -71,7 +71,9 @@ def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
     assert result.returncode == 0, result.stderr
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [v["id"] for v in verdicts] == ["a", "b", "c", "d"]
-    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure"}
+    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure",
+                                "reuses"}
+    assert [v["reuses"] for v in verdicts] == [[], [], [], []]  # copies and unrelated texts share no passage
     assert [v["status"] for v in verdicts] == ["unique", "unique", "exact_duplicate", "near_duplicate"]
     assert verdicts[2]["duplicate_of"] == "a" and verdicts[3]["duplicate_of"] == "a"
     assert verdicts[3]["cluster_id"] == verdicts[0]["cluster_id"] != verdicts[1]["cluster_id"]

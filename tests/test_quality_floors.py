@@ -61,6 +61,10 @@ KNOWN_METRICS = {
     "real_pairs.default.test.recall",
     "reuse.test.precision",
     "reuse.test.recall",
+    "relations.test.near_f1",
+    "relations.test.near_precision",
+    "relations.test.reuse_linked_recall",
+    "relations.test.different_linked_rate",
 }
 
 FLOORS_TEXT = """\

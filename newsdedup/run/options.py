@@ -165,6 +165,7 @@ def near_settings(settings) -> NearSettings:
         spotsigs_min_containment=get_optional(settings, "NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT"),
         spotsigs_containment_min_spots=get_int(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", minimum=0),
         spotsigs_containment_whole_below=get_optional(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW"),
+        spotsigs_containment_min_share=get_optional(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SHARE"),
         esimhash_max_distance=get_int(settings, "NEWSDEDUP_ESIMHASH_MAX_DISTANCE", minimum=0),
         esimhash_weight_cap=get_float(settings, "NEWSDEDUP_ESIMHASH_WEIGHT_CAP"),
         esimhash_max_bigrams=get_int(settings, "NEWSDEDUP_ESIMHASH_MAX_BIGRAMS", minimum=1),

@@ -62,19 +62,30 @@ class ReuseRecord:
     fraction: float  # of the article's non-whitespace characters
     source_fraction: float  # of the source's
     passages: tuple[tuple[int, int, int, int, int], ...]
+    # The direction's basis: "published" (the story published first is the quoted one) or "arrival" (a time
+    # unknown or both the same: the one stored first is).
+    basis: str = "arrival"
+    # True: the stored story ``source_id``, published after this article, quotes it (the article arrived later).
+    # Passages and fractions are then the quoting story's view: ``start``/``fraction`` index and count that story's
+    # text, ``source_start``/``source_fraction`` this article's; the store writes the row of that story.
+    quoted_by: bool = False
 
     def as_dict(self) -> dict:
         """The plain form ``newsdedup export``, feed exports and a distributed crawl's verdicts carry."""
-        return {
+        value = {
             "source_url": self.source_url, "source_cluster_id": self.source_id, "chars": self.chars,
             "fraction": self.fraction, "source_fraction": self.source_fraction,
-            "passages": [dict(zip(PASSAGE_FIELDS, passage)) for passage in self.passages],
+            "passages": [dict(zip(PASSAGE_FIELDS, passage)) for passage in self.passages], "basis": self.basis,
         }
+        if self.quoted_by:  # only on a page's verdict: a stored row always reads "this article quotes its source"
+            value["quoted_by"] = True
+        return value
 
     @classmethod
     def from_dict(cls, value: dict) -> ReuseRecord:
         return cls(value["source_cluster_id"], value["source_url"], value["chars"], value["fraction"],
-                   value["source_fraction"], tuple(tuple(p[f] for f in PASSAGE_FIELDS) for p in value["passages"]))
+                   value["source_fraction"], tuple(tuple(p[f] for f in PASSAGE_FIELDS) for p in value["passages"]),
+                   value.get("basis", "arrival"), bool(value.get("quoted_by", False)))
 
 
 PASSAGE_FIELDS = ("start", "length", "source_start", "source_length", "chars")
@@ -99,6 +110,7 @@ class StoredReuse:
     chars: int
     fraction: float
     source_fraction: float
+    basis: str  # what decided the direction: "published" or "arrival" (ReuseRecord.basis)
     passages: tuple[tuple[int, int, int, int, int], ...]
 
 
@@ -449,6 +461,10 @@ class ArticleStore(Protocol):
 
     def article_text(self, article_id: int) -> str | None:
         """The text of a stored (or pending) article; None when there is none with this id."""
+        ...
+
+    def article_title(self, article_id: int) -> str | None:
+        """The title of a stored (or pending) article; None when it has none or there is none with this id."""
         ...
 
     def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),

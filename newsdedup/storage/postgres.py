@@ -71,6 +71,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: tuple(statements(REUSES_TABLE.format(**POSTGRES_TYPES))),
     # Full-text search: _add_search adds the trigram indexes; alerts owed and sent (newsdedup alerts).
     7: tuple(statements(ALERTS_TABLE.format(**POSTGRES_TYPES))),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    8: ("ALTER TABLE reuses ADD COLUMN IF NOT EXISTS basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
 # Full-text search (the monitoring desk): pg_trgm's GIN indexes answer ILIKE '%term%' over titles and texts, the same
 # substring match as SQLite's FTS5 trigram index; PostgreSQL updates them in the transaction that writes the article.

@@ -57,7 +57,7 @@ from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Column types that differ: {id} an article id we assign, {serial} an id the database assigns in insert order,
 # {blob} bytes, {real} a double, {bigint} a signed 64-bit integer (Simhash values, cluster ids).
@@ -82,7 +82,10 @@ CREATE INDEX IF NOT EXISTS clusters_last_fetched ON clusters (last_fetched_at);
 """
 # One row per (article, story it reuses passages of): newsdedup.dedup.reuse's passages, as JSON
 # [[start, length, source_start, source_length, chars], ...] (offsets into the two texts). Written in the
-# transaction that stores the article, only when its row was (a URL stored before keeps its first record).
+# transaction that stores the article, only when its row was (a URL stored before keeps its first record). The
+# quoting article is the one published later: a page published before a stored story it shares passages with
+# writes the row of that stored story quoting it. basis: "published" (the publication times decided the
+# direction) or "arrival" (a time unknown or both the same: the arrival order did).
 REUSES_TABLE = """
 CREATE TABLE IF NOT EXISTS reuses (
     article_id {bigint} NOT NULL,
@@ -91,6 +94,7 @@ CREATE TABLE IF NOT EXISTS reuses (
     fraction {real} NOT NULL,
     source_fraction {real} NOT NULL,
     passages TEXT NOT NULL,
+    basis TEXT NOT NULL DEFAULT 'arrival',
     PRIMARY KEY (article_id, source_id)
 );
 CREATE INDEX IF NOT EXISTS reuses_source ON reuses (source_id);
@@ -235,7 +239,7 @@ SITE_RUN_COLUMNS = (
     "run_started_at", "site", "finished_at", "finish_reason", "exit_code", "list_pages", "article_links",
     "fetched", "stored", "repeats", "skipped", "failed",
 )
-REUSE_COLUMNS = ("article_id", "source_id", "chars", "fraction", "source_fraction", "passages")
+REUSE_COLUMNS = ("article_id", "source_id", "chars", "fraction", "source_fraction", "passages", "basis")
 # Derived on insert from published_at, fetched_at and the URL (newsdedup.storage.origin.date_of).
 DATED_COLUMNS = ("dated_at", "date_basis")
 CLUSTER_COLUMNS = (
@@ -302,9 +306,11 @@ def article_from_row(row: tuple) -> ArticleRecord:
 
 
 def reuse_rows(record: ArticleRecord) -> list[tuple]:
-    """REUSE_COLUMNS values of the article's reuses (the passages as compact JSON)."""
-    return [(record.id, reuse.source_id, reuse.chars, reuse.fraction, reuse.source_fraction,
-             json.dumps([list(p) for p in reuse.passages], separators=(",", ":")))
+    """REUSE_COLUMNS values of the article's reuses (the passages as compact JSON); a reuse of the article by a
+    stored story published after it (``quoted_by``) is that story's row."""
+    return [((reuse.source_id, record.id) if reuse.quoted_by else (record.id, reuse.source_id))
+            + (reuse.chars, reuse.fraction, reuse.source_fraction,
+               json.dumps([list(p) for p in reuse.passages], separators=(",", ":")), reuse.basis)
             for reuse in record.reuses]
 
 
@@ -592,7 +598,8 @@ class SQLStore:
                     committed[(record.site, record.status)] += 1
                     if record.reuses:
                         tx.executemany(reuse_sql, reuse_rows(record))
-                        committed[(record.site, "reused")] += 1
+                        # Counted as reusing: a page that quotes (a stored story quoting it, published later, is not).
+                        committed[(record.site, "reused")] += any(not reuse.quoted_by for reuse in record.reuses)
             repeat_sql = insert_sql("repeats", REPEAT_COLUMNS + DATED_COLUMNS)
             for record in self._pending_repeats:
                 if tx.execute(repeat_sql, repeat_row(record)).rowcount:
@@ -657,6 +664,13 @@ class SQLStore:
             if record.id == article_id:
                 return record.text
         row = self._read("SELECT text FROM articles WHERE id = ?", (article_id,)).fetchone()
+        return row[0] if row else None
+
+    def article_title(self, article_id: int) -> str | None:
+        for record in reversed(self._pending_articles):
+            if record.id == article_id:
+                return record.title
+        row = self._read("SELECT title FROM articles WHERE id = ?", (article_id,)).fetchone()
         return row[0] if row else None
 
     def url_of(self, article_id: int) -> str | None:
@@ -946,14 +960,14 @@ class SQLStore:
             SELECT a.fetched_at, 0 AS kind, a.id, a.url, a.site, a.title, a.text, a.published_at,
                    a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method,
                    a.score, a.measure, c.origin_url,
-                   u.source_id, s.url, u.chars, u.fraction, u.source_fraction, u.passages
+                   u.source_id, s.url, u.chars, u.fraction, u.source_fraction, u.passages, u.basis
             FROM articles a LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
                  LEFT JOIN reuses u ON u.article_id = a.id LEFT JOIN articles s ON s.id = u.source_id
             WHERE {' AND '.join(article_where)}
             UNION ALL
             SELECT r.fetched_at, 1 AS kind, r.id, r.url, r.site, r.title, a.text, r.published_at,
                    r.author, r.source, '{EXACT_DUPLICATE}', r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact',
-                   c.origin_url, NULL, NULL, NULL, NULL, NULL, NULL
+                   c.origin_url, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
                  LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
             WHERE {' AND '.join(repeat_where)}
@@ -965,8 +979,8 @@ class SQLStore:
             (fetched_at, kind, row_id, url, site, title, text, published_at, author, source, status, duplicate_of,
              cluster_id, similarity, method, score, measure, origin_url) = group[0][:18]
             reuses = [ReuseRecord(source_id, source_url, chars, fraction, source_fraction,
-                                  passages_from_column(passages)).as_dict()
-                      for (source_id, source_url, chars, fraction, source_fraction, passages) in
+                                  passages_from_column(passages), basis=basis).as_dict()
+                      for (source_id, source_url, chars, fraction, source_fraction, passages, basis) in
                       (row[18:] for row in group) if source_id is not None]
             table = "repeats" if kind else "articles"
             after[table] = max(after.get(table, 0), row_id)
@@ -999,7 +1013,7 @@ class SQLStore:
             params += [pattern] * 4
         rows = self._read(
             f"""SELECT a.url, a.site, a.title, a.dated_at, a.fetched_at, s.cluster_id, s.url, s.site, s.title,
-                       s.dated_at, s.text, u.chars, u.fraction, u.source_fraction, u.passages
+                       s.dated_at, s.text, u.chars, u.fraction, u.source_fraction, u.basis, u.passages
                 FROM reuses u JOIN articles a ON a.id = u.article_id JOIN articles s ON s.id = u.source_id
                 WHERE {' AND '.join(where)} ORDER BY s.dated_at DESC, s.id, u.chars DESC, a.id""",
             params,

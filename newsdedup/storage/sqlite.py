@@ -107,6 +107,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Full-text search: _add_search (MIGRATION_BACKFILLS) creates the FTS5 index and its triggers and indexes every
     # stored article. The alerts table (newsdedup alerts) is created from SCHEMA.
     7: (),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    8: ("ALTER TABLE reuses ADD COLUMN basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
 
 def _table_of(statement: str) -> str:
