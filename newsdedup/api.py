@@ -218,7 +218,7 @@ class Deduplicator:
             self.engine = DedupEngine.in_memory(SinglePassClusterer(make_detector(near)), error_rate=error_rate)
             self._reuse = ReuseTracker(retention_days=retention.retention_days(settings)) if reuse else None
             return
-        from newsdedup.dedup.store_engine import engine_from_store
+        from newsdedup.dedupstore.engine import engine_from_store
         from newsdedup.storage import open_store
 
         since = retention.window_start(retention.retention_days(settings))
@@ -297,7 +297,7 @@ class Deduplicator:
         """Commit what is stored and release the store (nothing to do in memory)."""
         store, self._store = self._store, None
         if store is not None:
-            from newsdedup.dedup.store_engine import save_engine_state
+            from newsdedup.dedupstore.engine import save_engine_state
 
             try:
                 save_engine_state(store, self.engine)
@@ -363,7 +363,7 @@ class Deduplicator:
                        site: str | None, published_at: str | None) -> Verdict:
         """As the crawl's exact, near and store pipelines decide and store a page, the id as its URL."""
         from newsdedup.clock import now_iso
-        from newsdedup.dedup.store_engine import stored_features
+        from newsdedup.dedupstore.engine import stored_features
         from newsdedup.storage.base import ArticleRecord, RepeatRecord
 
         store = self._store

@@ -1,4 +1,4 @@
-"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedup.store_state) with.
+"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedupstore.state) with.
 
 Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it or damage its state.
 """
@@ -17,7 +17,7 @@ from newsdedup.dedup.bloom_disk import PersistedBloomFilter
 from newsdedup.dedup.features import unpack_spots
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
-from newsdedup.dedup.store_state import seconds
+from newsdedup.dedupstore.state import seconds
 
 
 def rebuilt_centres(store, *, since: str | None = None, near: NearSettings = NearSettings()) -> dict[int, int]:

@@ -15,7 +15,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "newsdedup"
 # The algorithm and storage layers: no Scrapy, no Scrapy settings module, nothing of the crawl or the run.
-PURE_LAYERS = ("dedup", "text", "extract", "storage")
+PURE_LAYERS = ("dedup", "text", "extract", "storage", "dedupstore")
+# The algorithms alone: no store either (the dedup state kept level with a store is dedupstore, above both).
+ALGORITHMS = ("dedup", "text", "extract")
+BELOW_ALGORITHMS = ("newsdedup.storage", "newsdedup.dedupstore", "newsdedup.crawl")
 ABOVE_PURE = ("scrapy", "scrapy_redis", "twisted", "newsdedup.settings", "newsdedup.crawl", "newsdedup.distributed",
               "newsdedup.run", "newsdedup.monitoring", "newsdedup.cli", "newsdedup.evaluation", "newsdedup.demo")
 OPTIONAL = ("redis", "scrapy_redis", "psycopg", "matplotlib", "datasketch", "tqdm")
@@ -87,6 +90,18 @@ def test_algorithms_and_storage_import_nothing_of_scrapy_or_the_run(layer):
     for name, targets in graph().items():
         if name.startswith(f"newsdedup.{layer}"):
             bad = sorted(t for t in targets if any(t == above or t.startswith(above + ".") for above in ABOVE_PURE))
+            if bad:
+                offending[name] = bad
+    assert offending == {}
+
+
+@pytest.mark.parametrize("layer", ALGORITHMS)
+def test_the_algorithms_import_no_store(layer):
+    """dedup, text and extract are algorithms over texts: the state kept level with a store is newsdedup.dedupstore."""
+    offending = {}
+    for name, targets in graph().items():
+        if name == f"newsdedup.{layer}" or name.startswith(f"newsdedup.{layer}."):
+            bad = sorted(t for t in targets if any(t == below or t.startswith(below + ".") for below in BELOW_ALGORITHMS))
             if bad:
                 offending[name] = bad
     assert offending == {}

@@ -109,7 +109,7 @@ def state_dir(settings, storage_uri: str):
     """``NEWSDEDUP_STATE_DIR`` as a folder (a Path), None when off (``none``) or for an in-memory store."""
     from pathlib import Path
 
-    from newsdedup.dedup.store_state import default_state_dir
+    from newsdedup.dedupstore.state import default_state_dir
 
     value = get_str(settings, "NEWSDEDUP_STATE_DIR").strip()
     if value.lower() in ("none", "off", ""):

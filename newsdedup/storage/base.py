@@ -2,7 +2,7 @@
 
 The database is the source of truth: the dedup indexes (Bloom filters, Simhash and SpotSigs
 indexes, cluster centres) are caches of it, persisted beside it or rebuilt from it when a crawl starts
-(newsdedup.dedup.store_state).  A backend implements
+(newsdedup.dedupstore.state).  A backend implements
 :class:`ArticleStore`; :func:`newsdedup.storage.open_store` picks one by URI scheme.
 """
 
@@ -422,7 +422,7 @@ class ArticleStore(Protocol):
     def iter_articles_after(self, after: int, *, spots: bool = False) -> Iterator[StoredRow]:
         """Committed articles with an id above ``after``, in id order, with their story's current activity (and
         with ``spots`` their packed spots): what a persisted dedup state catches up from
-        (newsdedup.dedup.store_state)."""
+        (newsdedup.dedupstore.state)."""
         ...
 
     def iter_repeats_after(self, after: int) -> Iterator[StoredRow]:
