@@ -31,6 +31,7 @@ from test_reuse_crawl import COMMENTARY, QUOTED, REPORT  # noqa: E402
 from newsdedup.serve.app import create_app, safe_url  # noqa: E402
 from newsdedup.serve.store import open_readonly  # noqa: E402
 from newsdedup.storage import StoreError, open_store  # noqa: E402
+from newsdedup.storage.sql import SCHEMA_VERSION  # noqa: E402
 
 # Markup in a stored title and body (the page escapes it as text: the extractor gives it back as characters).
 HOSTILE_TITLE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">港口通报'
@@ -371,7 +372,7 @@ def test_a_schema_6_store_gets_its_search_index_and_a_desk_searches_one_without_
     with open_store(uri):
         pass  # a crawl's open migrates it
     with sqlite3.connect(copy) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("7",)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
         assert conn.execute("SELECT COUNT(*) FROM articles_fts WHERE articles_fts MATCH '\"社区食堂\"'").fetchone()[0] == 2
     conn.close()
     assert _search_store(uri, "社区食堂") == expected
@@ -392,7 +393,7 @@ def test_a_schema_6_postgresql_store_gets_its_trigram_indexes(postgres):  # noqa
     with psycopg.connect(uri, autocommit=True) as conn:
         indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'articles'")}
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-    assert {"articles_title_trgm", "articles_text_trgm"} <= indexes and version == "7"
+    assert {"articles_title_trgm", "articles_text_trgm"} <= indexes and version == str(SCHEMA_VERSION)
 
 
 SHORT_WORDS = {  # query -> URLs whose title or text contains every word (any case)
