@@ -52,7 +52,7 @@ from spot_arrays import SpotArrays, SpotChunk  # noqa: E402
 from newsdedup.dedup.durable import read_manifest, write_manifest  # noqa: E402
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex  # noqa: E402
-from newsdedup.dedup.store_state import NEAR_PROBE_BUDGET, NEAR_SEGMENT_DOCS  # noqa: E402
+from newsdedup.dedupstore.state import NEAR_PROBE_BUDGET, NEAR_SEGMENT_DOCS  # noqa: E402
 
 DEFAULTS = NearSettings()
 START_TIME = 1_780_000_000

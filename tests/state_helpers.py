@@ -1,10 +1,11 @@
-"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedup.store_state) with.
+"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedupstore.state) with.
 
 Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it or damage its state.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -16,18 +17,30 @@ from newsdedup.dedup.bloom_disk import PersistedBloomFilter
 from newsdedup.dedup.features import unpack_spots
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
-from newsdedup.dedup.store_state import seconds
+from newsdedup.dedupstore.state import seconds
 
 
 def rebuilt_centres(store, *, since: str | None = None, near: NearSettings = NearSettings()) -> dict[int, int]:
     """The near index a rebuild makes: centre id -> its story's last activity (seconds), junk left out."""
-    activity = dict(store.iter_cluster_activity(since=since))
+    activity = story_activity(store)
     found = {}
-    for record in store.iter_cluster_centres(since=since):
+    for record in store.iter_cluster_centres():
         spots = unpack_spots(record.spots)
+        if since is not None and activity[record.id] < since:
+            continue
         if spots and sum(spots.values()) >= near.spotsigs_min_signatures:
             found[record.id] = seconds(activity[record.id])
     return found
+
+
+def story_activity(store) -> dict[int, str]:
+    """Each story's last activity: the latest fetch of its pages, articles and exact repeats, read from the pages'
+    own rows (not from the clusters table the state and the store's activity query keep)."""
+    last: dict[int, str] = {}
+    for row in itertools.chain(store.iter_articles_after(0), store.iter_repeats_after(0)):
+        if row.cluster_id is not None and row.fetched_at > last.get(row.cluster_id, ""):
+            last[row.cluster_id] = row.fetched_at
+    return last
 
 
 def rebuilt_fingerprints(store, *, since: str | None = None) -> set[bytes]:

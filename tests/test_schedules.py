@@ -92,15 +92,25 @@ def test_a_report_that_cannot_be_written_is_logged_and_the_monitor_goes_on(site,
     assert "Traceback" not in log and "Traceback" not in process.stderr.read()
 
 
-def test_a_run_that_finds_the_lock_taken_does_not_start(site, tmp_path):
+def test_a_run_that_finds_the_lock_taken_does_not_start_nor_count(site, tmp_path):
     lock = schedule_lock_path(f"sqlite:///{tmp_path / 'news.sqlite'}")
+    log = tmp_path / "monitor.log"
+    skipped = f"skipped: another run holds {lock}"
     with open(lock, "w") as held:  # what cron's `flock -n` (or another monitor) holds while its crawl runs
         fcntl.flock(held, fcntl.LOCK_EX)
-        process = monitor(tmp_path, "--every", "1s", "--runs", "2")
-        assert process.wait(timeout=60) == 0
-    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
-    assert log.count(f"skipped: another run holds {lock}") == 2 and "crawl started" not in log
-    assert not (tmp_path / "news.sqlite").exists()
+        process = monitor(tmp_path, "--every", "1s", "--runs", "1")
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.read_text(encoding="utf-8").count(skipped) >= 2):
+            assert process.poll() is None, process.stderr.read()  # two skipped ticks are not the one run asked for
+            assert time.monotonic() < deadline, "no two skipped ticks within 120 s"
+            time.sleep(0.1)
+        text = log.read_text(encoding="utf-8")
+        assert "crawl started" not in text and not (tmp_path / "news.sqlite").exists()
+    # The lock released: the next tick is the one run, and the monitor stops after it.
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    text = log.read_text(encoding="utf-8")
+    assert text.count("crawl finished with exit status 0") == 1
+    assert text.index(skipped) < text.index("crawl started")
 
 
 def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(site, tmp_path):

@@ -11,7 +11,7 @@ from faultsite import FaultSite, count, kill, run_crawl, start_crawl
 from newsdedup.crawl.dupefilter import url_key
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
-from newsdedup.dedup.store_state import WindowState
+from newsdedup.dedupstore.state import WindowState
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.run import retention
 from newsdedup.storage import open_store

@@ -1,4 +1,4 @@
-"""The persisted dedup state (newsdedup.dedup.store_state) against the store it caches, on SQLite and PostgreSQL:
+"""The persisted dedup state (newsdedup.dedupstore.state) against the store it caches, on SQLite and PostgreSQL:
 behind the store it catches up, ahead of it it is rolled back, the retention window expires from it without a
 rebuild, and a state it cannot use is built again. Each check compares with what a rebuild from the store holds."""
 
@@ -19,7 +19,7 @@ import pytest
 from newsdedup.clock import utc_iso
 from newsdedup.dedup.features import FeatureConfig, pack_spots
 from newsdedup.dedup.single_pass import NearSettings
-from newsdedup.dedup.store_state import FolderBusy, UrlState, WindowState, seconds
+from newsdedup.dedupstore.state import FolderBusy, UrlState, WindowState, seconds
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
@@ -312,7 +312,7 @@ def test_a_damaged_state_file_is_named_and_its_part_built_again_from_the_store(s
         target = sorted(state.glob(pattern), key=lambda path: path.stat().st_size)[-1]
         damage(target, how)
         caplog.clear()
-        caplog.set_level(logging.INFO, logger="newsdedup.dedup.store_state")
+        caplog.set_level(logging.INFO, logger="newsdedup.dedupstore.state")
         if part == "urls":
             urls, report = open_urls(state, store, since)
             assert report.rebuilt

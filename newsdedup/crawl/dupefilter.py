@@ -3,7 +3,7 @@
 Scheduled monitoring runs fetch the start and list pages every time, but an article URL that an
 earlier run already handled (stored, recorded as a repeat, or skipped or failed and not yet due for
 another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are in a Bloom filter kept in the
-store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedup.store_state.UrlState`: caught up from the
+store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedupstore.state.UrlState`: caught up from the
 store when the crawl opens, the run's URLs taken in when it closes) or, with ``none``, read from the article
 store when the crawl opens into a Bloom filter sized for twice the stored count at
 ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
@@ -133,8 +133,8 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         return len(urls)
 
     def _persisted_urls(self, store, since: str | None) -> int | None:
-        """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
-        from newsdedup.dedup.store_state import FolderBusy, UrlState
+        """The URLs from the state folder (newsdedup.dedupstore.state.UrlState), caught up with the store."""
+        from newsdedup.dedupstore.state import FolderBusy, UrlState
 
         try:
             self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,

@@ -2,7 +2,7 @@
 index of the stored stories.
 
 They are caches of the store, the truth. With a state folder (``state_dir``, ``NEWSDEDUP_STATE_DIR``) the exact
-filter and SpotSigs' near index persist there (:mod:`newsdedup.dedup.store_state`), and the passage-reuse index in
+filter and SpotSigs' near index persist there (:mod:`newsdedup.dedupstore.state`), and the passage-reuse index in
 its ``reuse/`` (:meth:`newsdedup.crawl.reuse_index.StoryReuse.open`, saved when the crawl closes): :meth:`DedupIndexes.rebuild`
 opens them (rolled back or caught up to the store, expired to the retention window) instead of rebuilding them,
 and :meth:`DedupIndexes.after_commit` takes in each batch the store commits. Without one, and for the other
@@ -22,8 +22,8 @@ from newsdedup.crawl.reuse_index import StoryReuse
 from newsdedup.dedup.engine import DedupEngine, ExactStage
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
-from newsdedup.dedup.store_engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
-from newsdedup.dedup.store_state import FolderBusy, PendingBloom, PendingSpotSigsIndex, WindowState
+from newsdedup.dedupstore.engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
+from newsdedup.dedupstore.state import FolderBusy, PendingBloom, PendingSpotSigsIndex, WindowState
 from newsdedup.run import retention
 from newsdedup.storage.base import ArticleStore, StoreError
 

@@ -50,6 +50,10 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
         _check_extensions(settings)
         if crawl.redis_url:
             _require_redis_extra()
+        if crawl.alerts:
+            from newsdedup.crawl.run_alerts import check_alerts
+
+            check_alerts(crawl.alerts)
         store = crawl.open_store()
     except (SiteConfigError, SettingError, ValueError) as exc:
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
@@ -123,6 +127,8 @@ class Command(ScrapyCrawlCommand):
         parser.add_argument("--settings", dest="settings_file", metavar="FILE",
                             help="a TOML file of settings (NAME = value, the names -s takes), kept outside the "
                             "package; -s overrides it")
+        parser.add_argument("--sites", dest="sites_file", metavar="FILE",
+                            help="the site file (default: the packaged one); -a sites=FILE is the same")
 
     def process_options(self, args, opts) -> None:
         if opts.settings_file:
@@ -132,7 +138,14 @@ class Command(ScrapyCrawlCommand):
                 self.settings.setdict(load_settings(opts.settings_file), priority="cmdline")
             except SettingError as exc:
                 _exit_config_error(str(exc), ExitCode.CONFIG_ERROR)
+        try:  # -s NEWSDEDUP_* names, as a settings file's are
+            from newsdedup.run.settings_file import check_names
+
+            check_names([item.partition("=")[0] for item in opts.set or ()], source="-s")
+        except SettingError as exc:
+            _exit_config_error(str(exc), ExitCode.CONFIG_ERROR)
         super().process_options(args, opts)
+        _site_file_option(opts)
         self._store: ArticleStore | None = None
         if args[:1] == [SPIDER]:
             try:
@@ -165,6 +178,17 @@ class Command(ScrapyCrawlCommand):
             return
         code = crawler.stats.get_value("newsdedup/run/exit_code") if crawler.stats else None
         self.exitcode = int(ExitCode.INTERRUPTED) if code is None else int(code)
+
+
+def _site_file_option(opts) -> None:
+    """``--sites FILE`` as the spider argument ``sites`` (``-a sites=FILE``, Scrapy's spelling, stays an alias)."""
+    if opts.sites_file is None:
+        return
+    given = opts.spargs.get("sites")
+    if given is not None and given != opts.sites_file:
+        _exit_config_error(f"--sites {opts.sites_file} and -a sites={given} name two site files; give one",
+                           ExitCode.CONFIG_ERROR)
+    opts.spargs["sites"] = opts.sites_file
 
 
 def _store_open_error(crawler) -> StoreError | None:
@@ -203,7 +227,7 @@ def crawl_anywhere(argv: Sequence[str]) -> int:
         prog="newsdedup crawl", usage="newsdedup crawl [options]", formatter_class=ScrapyHelpFormatter,
         conflict_handler="resolve",
         description="Crawl the portals of a site file (default: the packaged one; write it out to edit it with "
-        "`newsdedup sites --example > sites.toml`, then -a sites=sites.toml) into the database of "
+        "`newsdedup sites --example > sites.toml`, then --sites sites.toml) into the database of "
         "NEWSDEDUP_STORAGE_URI (default sqlite:///newsdedup.sqlite, in the current folder). The same crawl as "
         "`scrapy crawl portal` in the project: " + CHECKS_AND_EXIT_STATUS,
     )

@@ -33,13 +33,13 @@ from scrapy.settings import BaseSettings
 
 from newsdedup.clock import utc_iso, utc_now
 from newsdedup.crawl import engine
-from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.crawl.indexes import DedupIndexes
 from newsdedup.crawl.ordering import InOrder
 from newsdedup.crawl.outputs import handed_on
 from newsdedup.crawl.templates import SiteTemplates
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run import options, retention, runstats
 from newsdedup.run.retry import RetryPolicy
@@ -70,6 +70,8 @@ class CrawlSettings:
     reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
     state_dir: Path | None = None  # where the dedup state persists (NEWSDEDUP_STATE_DIR); None: rebuilt each start
+    alerts: str | None = None  # the watches file whose alerts are sent when the crawl closes (NEWSDEDUP_ALERTS)
+    desk_url: str | None = None  # the desk's address for the alerts' links (NEWSDEDUP_DESK_URL)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -92,6 +94,8 @@ class CrawlSettings:
             reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
             state_dir=options.state_dir(settings, options.get_str(settings, "NEWSDEDUP_STORAGE_URI")),
+            alerts=options.get_optional_str(settings, "NEWSDEDUP_ALERTS"),
+            desk_url=options.get_optional_str(settings, "NEWSDEDUP_DESK_URL"),
         )
 
     def open_store(self) -> ArticleStore:

@@ -70,7 +70,7 @@ from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
-from newsdedup.dedup.store_engine import CentreFeatures
+from newsdedup.dedupstore.engine import CentreFeatures
 from newsdedup.storage.base import ArticleStore, StoredRow
 
 logger = logging.getLogger(__name__)
