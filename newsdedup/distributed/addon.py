@@ -39,3 +39,8 @@ class DistributedAddon:
         # Queued requests as data, not scrapy-redis's default pickles: whoever can write to Redis must not be
         # able to run code in the crawl's processes (newsdedup.distributed.wire; docs/distributed.md).
         settings.set("SCHEDULER_SERIALIZER", "newsdedup.distributed.wire", priority="project")
+        # A list page's request is finished once the requests it yields are queued (a process killed later has
+        # nothing of it to fetch again): outermost, so it hands on what every other spider middleware let through.
+        from newsdedup.distributed.scheduler import ListPagesFinished
+
+        settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", ListPagesFinished, 5)

@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
                runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
+# Requests a dead process had taken and not finished, queued again by this process (RunMember._requeue_dead).
+REQUEUED = "newsdedup/distributed/requeued"
+
 # Stored pages, counted by the writer that committed them; shared too, so every process's summary is the run's.
 _STORED = (runstats.UNIQUE, runstats.NEAR, runstats.REPEAT, runstats.REUSED)
 
@@ -99,8 +102,13 @@ class RunMember:
 
         A failed fetch or a skipped page counts in this process's per-site stats now: each process's verdict
         judges the requests it made itself (its share of failed requests, its pages not processed), not the
-        writer's commits, which are every process's. Returns the entry's id."""
-        entry_id = self.stream.publish(entry)
+        writer's commits, which are every process's. Returns the entry's id.
+
+        The request the entry came from is forgotten in the same step (RedisRun.finished): from now on the stream
+        holds it, and a process that dies has not lost it."""
+        taken = entry.taken if isinstance(entry, FetchFailure) else entry[0].taken
+        entry_id = self.stream.publish(
+            entry, finished=None if taken is None else lambda pipe: self.run.finished([taken], pipe))
         if isinstance(entry, FetchFailure):
             self.crawler.stats.inc_value(runstats.site_key(entry.site, f"failed/{entry.kind}"))
         elif isinstance(entry[1], PageSkipped):
@@ -141,7 +149,8 @@ class RunMember:
         holding = idle and self._holding() > 0
         self.run.beat(busy=not idle, holding=holding,
                       keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
-                            *self.state.templates.share.keys()])
+                            self.run.taken_key(), *self.state.templates.share.keys()])
+        self._requeue_dead()
         self._give_up_verdicts_when_stopped_long()
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
@@ -150,6 +159,25 @@ class RunMember:
             # process may have queued requests, or the run may be done (the last page committed). Look now: a
             # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
             engine.wake(self.crawler)
+
+    def _requeue_dead(self) -> int:
+        """The requests a dead process had taken and not finished, back on the run's queue; how many.
+
+        A process that stops beating (kill -9, its machine lost) leaves the pages it was fetching, extracting or
+        holding for a site's template unpublished; they are in the run's request filter, so nobody would fetch
+        them again in this run. Every live process looks at each beat (and before it decides the run is done);
+        the first to see the death queues them again. What the dead process had published is in the stream, and
+        what it had applied there as the writer and not committed stays pending for the next writer."""
+        if self.crawler.engine is None or not self.crawler.crawling:
+            return 0  # stopping: no more requests will be taken here
+        requeued = self.run.requeue_dead(self.run.key("requests"))
+        for worker, count in requeued.items():
+            logger.warning("distributed crawl: process %s stopped beating with %d request(s) taken and not finished "
+                           "(pages it was fetching, extracting or holding); queued again for this run", worker, count)
+            self.crawler.stats.inc_value(REQUEUED, count)
+        if requeued:
+            engine.wake(self.crawler)
+        return sum(requeued.values())
 
     def _give_up_verdicts_when_stopped_long(self) -> None:
         """A process asked to stop (SIGTERM, Ctrl-C) waits for the verdicts of its last pages while the run's writer
@@ -222,8 +250,8 @@ class RunMember:
         if self.state is None:
             return
         try:
-            done = (not self._queued() and not self.run.others_busy() and not len(self.stream)
-                    and not self.run.others_holding())
+            done = (not self._requeue_dead() and not self._queued() and not self.run.others_busy()
+                    and not len(self.stream) and not self.run.others_holding())
             if not done:
                 self._looked_done_at = None
             elif self._looked_done_at is None:

@@ -102,12 +102,14 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[
 end
 return 1
 """
-# Leave the run; the last busy (or holding) process ends it, so the next start opens a new run at once. Idle processes do not
+# Leave the run (and forget the requests this process took: what it did not finish, pages held for a template when
+# it was stopped, is the stop's cost, counted in its own verdict); the last busy (or holding) process ends it, so the next start opens a new run at once. Idle processes do not
 # keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
 # the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
 _LEAVE = """
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[4])
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[3]), '+inf')) do
@@ -116,6 +118,41 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[
 end
 if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end
 return 1
+"""
+
+# Take the first request off the run's queue (scrapy-redis's priority order: lowest score first) into this process's
+# record of requests taken and not finished (field: a token, value: "score data"), in one step: a process killed
+# right after it leaves the request in the record, where the others find it (_REQUEUE_DEAD).
+_TAKE = """
+local got = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #got == 0 then return false end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, 0)
+redis.call('HSET', KEYS[2], ARGV[1], got[2] .. ' ' .. got[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return got[1]
+"""
+# Every process of the run whose last beat is older than ARGV[1] ms (dead: killed, its machine gone) and that had
+# taken requests: they go back on the queue with their priority, for the live processes to fetch in this run.
+# Returns {worker, count, worker, count, ...}. The record of a worker is ARGV[3] .. worker (ARGV[2]: TTL in ms).
+_REQUEUE_DEAD = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local found = {}
+for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (ms - tonumber(ARGV[1])))) do
+    local key = ARGV[3] .. worker
+    local taken = redis.call('HGETALL', key)  -- token, value, token, value, ...
+    if #taken > 0 then
+        for i = 2, #taken, 2 do
+            local space = string.find(taken[i], ' ', 1, true)
+            redis.call('ZADD', KEYS[2], string.sub(taken[i], 1, space - 1), string.sub(taken[i], space + 1))
+        end
+        redis.call('PEXPIRE', KEYS[2], ARGV[2])
+        redis.call('DEL', key)
+        table.insert(found, worker)
+        table.insert(found, #taken / 2)
+    end
+end
+return found
 """
 
 
@@ -145,6 +182,8 @@ class RedisRun:
         self._others_busy = client.register_script(_OTHERS_BUSY)
         self._others_beaten_since = client.register_script(_OTHERS_BEATEN_SINCE)
         self._leave = client.register_script(_LEAVE)
+        self._take = client.register_script(_TAKE)
+        self._requeue_dead = client.register_script(_REQUEUE_DEAD)
 
     @property
     def _run_key(self) -> str:
@@ -203,8 +242,37 @@ class RedisRun:
 
     def leave(self) -> None:
         if self.run_id is not None:
-            self._leave(keys=[self._run_key, self.key("workers"), self.key("busy")],
+            self._leave(keys=[self._run_key, self.key("workers"), self.key("busy"), self.taken_key()],
                         args=[self.worker, self.run_id, int(self.liveness * 1000)])
+
+    # -- requests taken and not finished ---------------------------------------------------------------------
+    # A request taken off the run's queue is recorded under this process until what it gave is safe elsewhere in
+    # Redis: its page or failed fetch published to the result stream (ResultStream.publish), or the request queued
+    # again (a retry, a redirect). A process that dies (kill -9, its machine lost) leaves its record; the live
+    # processes put what is in it back on the queue (requeue_dead), so the pages it had fetched and not published
+    # (downloading, being extracted, held for a site's template) are fetched again in the same run, not next run.
+    # Requests that end otherwise (a list page, a page robots.txt forbids) stay recorded until the process leaves:
+    # after a death they are fetched once more, and what they yield is found in the run's request filter.
+    def taken_key(self, worker: str | None = None) -> str:
+        return self.key(f"taken:{worker or self.worker}")
+
+    def take(self, queue_key: str, token: str) -> bytes | None:
+        """The first request of the queue (its encoded form), recorded as taken under ``token``; None if empty."""
+        data = self._take(keys=[queue_key, self.taken_key()], args=[token, RUN_KEYS_TTL * 1000])
+        return data or None
+
+    def finished(self, tokens: Iterable[str], pipe=None) -> None:
+        """Forget taken requests (on ``pipe``, to go with what made them safe, when given)."""
+        tokens = [t for t in tokens if t]
+        if tokens:
+            (pipe or self.client).hdel(self.taken_key(), *tokens)
+
+    def requeue_dead(self, queue_key: str) -> dict[str, int]:
+        """Put the requests of dead processes (no beat for ``liveness`` seconds) back on the queue; per worker,
+        how many. Any live process may do it (one script: each request goes back once)."""
+        found = self._requeue_dead(keys=[self.key("workers"), queue_key],
+                                   args=[int(self.liveness * 1000), RUN_KEYS_TTL * 1000, self.key("taken:")])
+        return {worker.decode(): int(count) for worker, count in zip(found[::2], found[1::2])}
 
 
 class ResultStream:
@@ -225,9 +293,16 @@ class ResultStream:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def publish(self, entry: object) -> str:
-        """Append ``entry``; its entry id."""
-        return self.client.xadd(self.key, {b"e": self.codec.dumps(wire.check_entry(entry))}).decode()
+    def publish(self, entry: object, *, finished: Callable | None = None) -> str:
+        """Append ``entry``; its entry id. ``finished(pipe)``: what to do in the same transaction (forget the
+        request the entry came from: RedisRun.finished), so a process killed in between leaves one or the other."""
+        data = self.codec.dumps(wire.check_entry(entry))
+        if finished is None:
+            return self.client.xadd(self.key, {b"e": data}).decode()
+        with self.client.pipeline() as pipe:
+            pipe.xadd(self.key, {b"e": data})
+            finished(pipe)
+            return pipe.execute()[0].decode()
 
     def pending(self, count: int) -> list[tuple[bytes, object]]:
         """Entries a writer read but did not acknowledge (its batch was not committed), oldest first."""
