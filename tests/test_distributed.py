@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 import psycopg
@@ -354,6 +355,38 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
         check_consistent(site, store_uri, complete=True)
         assert partition(export(store_uri)) == clean
         assert site.served["/list/1.html"] == 3  # the start page: once by the clean crawl, once a run by the two
+
+
+def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_applies_nothing_twice(servers, tmp_path):
+    """Redis refuses the writer's acknowledgement of a committed batch (the run's verdict board is not a hash): the
+    writer tries that batch's acknowledgement again, reading nothing more meanwhile. Before, each attempt read the
+    batch's entries again from the stream's pending list: applied twice (verdicts "already stored"), and appended
+    again to the unacknowledged list, which grew with every failed attempt."""
+    import redis
+
+    store_uri, redis_url, prefix = servers
+    client = redis.Redis.from_url(redis_url)
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    client.set(f"{prefix}:run", run_id, px=120_000)  # the run the worker joins, opened beforehand
+    board = f"{prefix}:run:{run_id}:verdicts"
+    client.set(board, "not a hash")  # HSET and HMGET on it fail: WRONGTYPE
+    with FaultSite(30) as site:
+        sites_file = site.write_sites(tmp_path)
+        log = tmp_path / "w1.log"
+        [process] = start_workers(sites_file, servers, [log])
+        try:
+            wait_for(lambda: log.read_text(encoding="utf-8").count("could not be acknowledged in Redis") >= 3, 120)
+            client.delete(board)
+            process.wait(timeout=180)
+        finally:
+            kill(process.pid)
+        check_consistent(site, store_uri, complete=True)
+    text = log.read_text(encoding="utf-8")
+    assert process.returncode == 0, text[-4000:]
+    assert stat(text, "newsdedup/writer/applied") == 30  # each entry once
+    assert stat(text, "newsdedup/extract/already_stored") == 0
+    assert stat(text, "item_scraped_count") == 30  # every page's item with its verdict, none "already stored"
+    assert client.xlen(f"{prefix}:results") == 0
 
 
 # 80 articles: 1-60 distinct stories, 61-80 reprints of 1-20 (even: exact, odd: near).
