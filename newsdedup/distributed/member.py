@@ -90,12 +90,21 @@ class RunMember:
         state.started_at = utc_iso(self.run.started_at)  # every process records the run under the run's start
         self.stream = redis_run.ResultStream(
             self.run.client, self.run.prefix,
-            on_undecodable=lambda _entry_id, _error: self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE))
+            on_undecodable=self._undecodable)
         self.urls = redis_run.UrlFilter(self.run.client, self.run.prefix, retention_days=self.retention_days)
         self.verdicts = redis_run.VerdictBoard(self.run.client, self.run.key("verdicts"))
         state.templates.share = SharedTemplates(self.run.client, self.run.key("template"), self.run.worker)
         state.distributed = self
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
+
+    def _undecodable(self, _entry_id: bytes, _error) -> None:
+        """A stream entry the writer dropped unread: counted, and shared at once (as every process's counters are,
+        at each beat) so that every process's verdict is the run's, even if this process dies next."""
+        self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE)
+        self._share_counters()
+
+    def _share_counters(self) -> None:
+        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
 
     def publish(self, entry) -> str:
         """Hand an analysed page (or a failed fetch) to the run's writer, through the stream.
@@ -143,7 +152,7 @@ class RunMember:
         crawl_engine = self.crawler.engine
         idle = crawl_engine is not None and crawl_engine.spider is not None and crawl_engine.spider_is_idle()
         # The counters before the busy flag: a process seen idle has shared its final counters.
-        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
+        self._share_counters()
         # Pages held for a site's template (the analyse pipeline) leave the engine idle, but the run is not done
         # while a process holds pages: it reads them again once no other process may still teach the template.
         holding = idle and self._holding() > 0
@@ -199,6 +208,11 @@ class RunMember:
                 what = key[len(runstats.SITE_PREFIX):].split("/", 1)[-1]
                 if what in _CRAWL_SIDE or what.startswith(("failed/", "skipped/")):
                     counters[key] = value
+        # Entries of the run's Redis it dropped unread (as the writer, or queued requests it took): a problem of
+        # the run, in every process's verdict.
+        undecodable = self.crawler.stats.get_value(runstats.REDIS_UNDECODABLE, 0)
+        if undecodable:
+            counters[runstats.REDIS_UNDECODABLE] = undecodable
         # What this process stored while it was the writer (the skips and failures it committed are every
         # process's, counted by each process above).
         for (site, what), count in self.state.store.committed.items():
@@ -285,11 +299,6 @@ class RunMember:
     def add_run_counters(self) -> None:
         """Every other process's shared counters into this one's stats, for the run's verdict and summary."""
         stats = self.crawler.stats
-        undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)
-        if undecodable:
-            logger.warning("distributed crawl: %d stream entr(ies) or queued request(s) in Redis were not data a "
-                           "crawl process wrote and were dropped unread (%s): who else writes to this Redis?",
-                           undecodable, runstats.REDIS_UNDECODABLE)
         try:
             for worker, counters in self.run.client.hgetall(self.run.key("sites")).items():
                 if worker.decode() != self.run.worker:
@@ -297,6 +306,11 @@ class RunMember:
                         stats.inc_value(key, value)
         except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
             logger.exception("distributed crawl: the other processes' counters could not be read")
+        undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)  # the run's, whoever dropped them
+        if undecodable:
+            logger.warning("distributed crawl: %d stream entr(ies) or queued request(s) in Redis were not data a "
+                           "crawl process wrote and were dropped unread (%s): who else writes to this Redis?",
+                           undecodable, runstats.REDIS_UNDECODABLE)
 
     def leave(self) -> None:
         self.run.leave()
