@@ -389,6 +389,51 @@ def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_appli
     assert client.xlen(f"{prefix}:results") == 0
 
 
+def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_completes(postgres, tmp_path):  # noqa: F811
+    """Redis lost with its data (kill -9, no persistence) while two processes crawl: the run's queue, request
+    filter, stream and records of taken requests are gone. The processes say so and exit 5 (pages not processed:
+    what was queued or published is not in the store); nothing is stored twice, and the next run stores the rest,
+    with the clean crawl's clusters."""
+    from servers import RedisServer
+
+    redis_server = RedisServer(tmp_path / "redis")  # the test's own: it kills it
+    try:
+        store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
+        servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
+        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.25) as site:
+            sites_file = site.write_sites(tmp_path)
+            run_crawl(sites_file, tmp_path / "clean.sqlite")
+            clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
+            logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
+            try:
+                wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
+                redis_server.restart_empty()
+                for process in processes:
+                    process.wait(timeout=180)
+            finally:
+                for process in processes:
+                    kill(process.pid)
+            texts = [log.read_text(encoding="utf-8") for log in logs]
+            # Each process saw the loss itself (its marker in the run gone, or the stream's group) and fails its run.
+            assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
+            for text in texts:
+                assert "in Redis was lost mid-run (Redis restarted empty or flushed)" in text
+                assert stat(text, "newsdedup/redis/lost") == 1
+            try:
+                check_consistent(site, store_uri, complete=False)  # nothing stored twice
+            except AssertionError:
+                with psycopg.connect(store_uri) as conn:
+                    rows = conn.execute("SELECT url, status, duplicate_of, similarity, text FROM articles").fetchall()
+                raise AssertionError(rows) from None
+            rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
+            finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
+            check_consistent(site, store_uri, complete=True)
+            assert partition(export(store_uri)) == clean
+    finally:
+        redis_server.stop()
+
+
 # 80 articles: 1-60 distinct stories, 61-80 reprints of 1-20 (even: exact, odd: near).
 REPRINTS = {n: (n - 60, "exact" if n % 2 == 0 else "near") for n in range(61, 81)}
 

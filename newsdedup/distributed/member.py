@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
                runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
+# 1 when Redis lost the run's state mid-run (RunMember._lost).
+REDIS_LOST = "newsdedup/redis/lost"
+
 # Requests a dead process had taken and not finished, queued again by this process (RunMember._requeue_dead).
 REQUEUED = "newsdedup/distributed/requeued"
 
@@ -70,6 +73,9 @@ class RunMember:
         self._stopping_since: float | None = None  # when this process was asked to stop (SIGTERM), if it was
         self._looked_done_at: int | None = None  # when the run first looked done (Redis ms), until it did not
         self._tasks: list[asyncio.Task] = []
+        # What of the run's state in Redis was found gone mid-run (Redis restarted empty): its verdict is then
+        # "pages not processed" (newsdedup.run.verdict), whatever this process saw of the rest.
+        self.redis_lost: str | None = None
         crawler.signals.connect(self._join, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -90,12 +96,28 @@ class RunMember:
         state.started_at = utc_iso(self.run.started_at)  # every process records the run under the run's start
         self.stream = redis_run.ResultStream(
             self.run.client, self.run.prefix,
-            on_undecodable=self._undecodable)
+            on_undecodable=self._undecodable, on_lost=self._lost)
         self.urls = redis_run.UrlFilter(self.run.client, self.run.prefix, retention_days=self.retention_days)
         self.verdicts = redis_run.VerdictBoard(self.run.client, self.run.key("verdicts"))
         state.templates.share = SharedTemplates(self.run.client, self.run.key("template"), self.run.worker)
         state.distributed = self
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
+
+    def _lost(self, what: str) -> None:
+        """Redis lost the run's state (``what`` was found gone): requests queued, the request filter, the records
+        of requests taken and the results not yet applied went with it. Said once; the run goes on with what the
+        processes still hold, and every process that saw it exits 5: the next run fetches the pages lost."""
+        if self.redis_lost is None:
+            logger.error("distributed crawl: %s in Redis is gone (Redis restarted empty or flushed?): the run's queued "
+                         "requests, its request filter and the results not yet stored are lost; this run ends with "
+                         "exit status 5 and the next run fetches those pages", what)
+        self.redis_lost = self.redis_lost or what
+        self.crawler.stats.set_value(REDIS_LOST, 1)
+        # The pages waiting for their verdicts may have been among the results lost: no verdict would ever come,
+        # and their items would hold the crawl open for ever. Those published since the loss are stored all the same.
+        self.verdicts.give_up({"dropped": "its result may have been lost with Redis's data: `newsdedup export` lists "
+                                          "it if it was stored, otherwise the next run fetches it",
+                               "log_level": "WARNING"})
 
     def _undecodable(self, _entry_id: bytes, _error) -> None:
         """A stream entry the writer dropped unread: counted, and shared at once (as every process's counters are,
@@ -156,9 +178,12 @@ class RunMember:
         # Pages held for a site's template (the analyse pipeline) leave the engine idle, but the run is not done
         # while a process holds pages: it reads them again once no other process may still teach the template.
         holding = idle and self._holding() > 0
-        self.run.beat(busy=not idle, holding=holding,
-                      keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
-                            self.run.taken_key(), *self.state.templates.share.keys()])
+        kept = self.run.beat(busy=not idle, holding=holding,
+                             keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
+                                   self.run.taken_key(), *self.state.templates.share.keys()])
+        if not kept:
+            self._lost("the run's state")
+            self.run.rejoin()
         self._requeue_dead()
         self._give_up_verdicts_when_stopped_long()
         if self.writer is None and len(self.stream):

@@ -68,7 +68,8 @@ end
 return run
 """
 # A heartbeat: keep the run alive (only the run this process is in), record this process's beat and whether
-# it is busy ('1'), idle ('0') or idle holding pages for a site's template ('2'). Times come from the Redis server, so clocks of different machines do not matter.
+# it is busy ('1'), idle ('0') or idle holding pages for a site's template ('2'). Returns whether the run's
+# marker of this process (KEYS[4], set when it joins, kept by its beats) is still there: 0 when Redis lost its data. Times come from the Redis server, so clocks of different machines do not matter.
 _BEAT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 local now = redis.call('TIME')
@@ -77,8 +78,9 @@ redis.call('ZADD', KEYS[2], ms, ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-for i = 4, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
-return ms
+local kept = redis.call('PEXPIRE', KEYS[4], ARGV[5])
+for i = 5, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
+return kept
 """
 # Live processes (a beat within LIVENESS) other than this one whose flag is ARGV[3].
 _OTHERS_BUSY = """
@@ -200,17 +202,31 @@ class RedisRun:
         new = datetime.now(timezone.utc).strftime(_RUN_TIME) + "-" + uuid.uuid4().hex[:6]
         run = self._join(keys=[self._run_key], args=[new, int(self.liveness * 1000)])
         self.run_id = run.decode() if isinstance(run, bytes) else run
+        self.client.set(self._kept_key, b"1", px=RUN_KEYS_TTL * 1000)
         self.beat(busy=True)
         return self.run_id, self.run_id == new
 
-    def beat(self, *, busy: bool, holding: bool = False, keep: Iterable[str] = ()) -> None:
+    def beat(self, *, busy: bool, holding: bool = False, keep: Iterable[str] = ()) -> bool:
         """The heartbeat: this process is alive (busy, or idle; ``holding``: idle with pages held for a site's
-        template); the run and its keys ``keep`` stay."""
+        template); the run and its keys ``keep`` stay. False when the run's keys are gone: Redis lost its data
+        since this process joined (restarted empty, flushed), and with it the run's queue, request filter,
+        records of taken requests and results not yet applied."""
         flag = "1" if busy else "2" if holding else "0"
-        self._beat(
-            keys=[self._run_key, self.key("workers"), self.key("busy"), *keep],
+        return bool(self._beat(
+            keys=[self._run_key, self.key("workers"), self.key("busy"), self._kept_key, *keep],
             args=[self.run_id, self.worker, flag, int(self.liveness * 1000), RUN_KEYS_TTL * 1000],
-        )
+        ))
+
+    @property
+    def _kept_key(self) -> str:
+        """This process's marker in the run (each process its own: each must see for itself that Redis lost it)."""
+        return self.key(f"kept:{self.worker}")
+
+    def rejoin(self) -> None:
+        """After Redis lost the run's keys: the run again under its id (unless another process opened a new run
+        meanwhile), so the processes still at work end it together, and this process's marker."""
+        self._join(keys=[self._run_key], args=[self.run_id, int(self.liveness * 1000)])
+        self.client.set(self._kept_key, b"1", px=RUN_KEYS_TTL * 1000)
 
     def others_busy(self) -> int:
         """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
@@ -282,13 +298,18 @@ class ResultStream:
     CONSUMER = "writer"  # one name for every writer: a new one inherits the entries the last left pending
 
     def __init__(self, client: redis.Redis, prefix: str, *,
-                 on_undecodable: Callable[[bytes, wire.WireError], None] | None = None) -> None:
+                 on_undecodable: Callable[[bytes, wire.WireError], None] | None = None,
+                 on_lost: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.key = f"{prefix}:results"
         self.codec = wire.stream_codec()
         self.on_undecodable = on_undecodable  # told of each entry dropped unread (for the crawl's stats)
+        self.on_lost = on_lost  # told when the stream's group is found gone (Redis lost its data)
+        self._create_group()
+
+    def _create_group(self) -> None:
         try:
-            client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
+            self.client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -313,7 +334,20 @@ class ResultStream:
         return self._read(">", count)
 
     def _read(self, start: str, count: int) -> list[tuple[bytes, object]]:
-        reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
+        try:
+            reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # The consumer group is gone with the stream's entries (Redis restarted empty, keys deleted): what was
+            # published and not applied is lost. The group again, from the stream's start (what the processes
+            # published since), and the crawl is told (its verdict: pages not processed).
+            logger.error("distributed crawl: the result stream's consumer group is gone (Redis lost its data?): "
+                         "the results published and not yet stored are lost; reading the stream from its start")
+            self._create_group()
+            if self.on_lost is not None:
+                self.on_lost("the result stream's consumer group")
+            reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
         entries, undecodable = [], []
         for entry_id, fields in reply[0][1] if reply else []:
             if not fields:
@@ -378,12 +412,12 @@ class VerdictBoard:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def give_up(self) -> None:
-        """Stop waiting: every page still waiting gets None."""
+    def give_up(self, verdict: dict | None = None) -> None:
+        """Stop waiting: every page still waiting gets ``verdict`` (None: the process stops first)."""
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
             if not future.done():
-                future.set_result(None)
+                future.set_result(verdict)
 
     async def _poll(self) -> None:
         while self._waiting:
