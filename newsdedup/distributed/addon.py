@@ -41,6 +41,7 @@ class DistributedAddon:
         settings.set("SCHEDULER_SERIALIZER", "newsdedup.distributed.wire", priority="project")
         # A list page's request is finished once the requests it yields are queued (a process killed later has
         # nothing of it to fetch again): outermost, so it hands on what every other spider middleware let through.
-        from newsdedup.distributed.scheduler import ListPagesFinished
-
-        settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", ListPagesFinished, 5)
+        # By its path, as the scheduler above (the module needs the redis extra).
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        middlewares["newsdedup.distributed.scheduler.ListPagesFinished"] = 5
+        settings.set("SPIDER_MIDDLEWARES", middlewares, settings.getpriority("SPIDER_MIDDLEWARES") or 0)

@@ -7,6 +7,9 @@ and publishes its pages to the run's result stream (:meth:`RunMember.publish`). 
   (:func:`newsdedup.distributed.scheduler.run_of`), and leaves after the run's record (:meth:`RunMember.leave`);
 - the heartbeat: this process's membership, its share of the per-site counters, and the writer role
   (:mod:`newsdedup.distributed.writer`), taken when the stream has entries and the store's run lock is free;
+- the run's processes that die: the requests a dead process had taken off the queue and not finished (its record,
+  :meth:`~newsdedup.distributed.redis_run.RedisRun.requeue_dead`) go back on the queue, so its pages are fetched in
+  this run; and Redis losing the run's state mid-run, which fails the run (exit status 5);
 - the close protocol: the spider stays open while the run has work anywhere (queued requests, a busy process,
   a process holding pages for a site's template, entries not yet committed), and the run's verdict is judged on
   every process's counters;
