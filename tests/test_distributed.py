@@ -186,6 +186,12 @@ def test_templates_learn_from_every_processs_warm_up_pages_and_take_back_what_a_
     mine.forgot("qingshan", pages[1])  # never held: nothing to take back
     assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES - 1
     assert theirs.catch_up("another-site", SiteTemplate()) == 0
+    # Redis lost the list (restarted empty): what is shared afterwards is read from the new list's start.
+    mine.client.delete(mine.key("qingshan"))
+    more = template.learn(hot + [300, 301], [300, 301])
+    mine.learned("qingshan", more)
+    assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES
+    assert theirs.catch_up("qingshan", other) == 0
 
 
 def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(servers, tmp_path):
@@ -420,12 +426,7 @@ def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_co
             for text in texts:
                 assert "in Redis was lost mid-run (Redis restarted empty or flushed)" in text
                 assert stat(text, "newsdedup/redis/lost") == 1
-            try:
-                check_consistent(site, store_uri, complete=False)  # nothing stored twice
-            except AssertionError:
-                with psycopg.connect(store_uri) as conn:
-                    rows = conn.execute("SELECT url, status, duplicate_of, similarity, text FROM articles").fetchall()
-                raise AssertionError(rows) from None
+            check_consistent(site, store_uri, complete=False)  # nothing stored twice, every reprint in its story
             rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
             finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
             check_consistent(site, store_uri, complete=True)

@@ -67,7 +67,15 @@ class SharedTemplates:
     def catch_up(self, site: str, template) -> int:
         """Apply the other processes' entries for ``site`` since the last call to ``template``; return how many."""
         start = self._applied.get(site, 0)
-        entries = self.client.lrange(self.key(site), start, -1)
+        # From the last entry read on (lists only grow): none back means the list is shorter than what was read, so
+        # Redis lost it (restarted empty): what the other processes shared since is read from its start, their
+        # "forget" of a page learned before the loss among it.
+        entries = self.client.lrange(self.key(site), max(start - 1, 0), -1)
+        if start and not entries:
+            start = 0
+            entries = self.client.lrange(self.key(site), 0, -1)
+        elif start:
+            entries = entries[1:]
         self._applied[site] = start + len(entries)
         applied = 0
         for raw in entries:
