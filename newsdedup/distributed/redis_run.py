@@ -15,6 +15,11 @@ Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWS
   are committed: a writer killed mid-batch leaves its entries pending, and the next writer (any other process,
   within a heartbeat) reads them again first, under the same consumer name. The store ignores what was
   already committed (URLs are unique), so nothing is lost and nothing is stored twice;
+- the record of requests taken (:meth:`RedisRun.take`, :meth:`RedisRun.finished`, :meth:`RedisRun.requeue_dead`):
+  each request a process takes off the run's queue stays recorded under it until its page is published (or the
+  request is queued again); a process that stops beating has its record put back on the queue by a live one, so the
+  pages it had fetched and not published are fetched again in the same run (docs/distributed.md, "A process that
+  dies");
 - :class:`VerdictBoard`: the writer's verdict on each analysed page, posted once its records are committed, for
   the process that published the page: that process waits for it, so the item leaving its pipelines (what its
   item pipelines and feed exports get) carries the verdict of the run, as a single process's does;
