@@ -309,15 +309,16 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
     watch = StreamWatch(redis_url, f"{prefix}:results")
     # Pages served slowly enough that the survivor still fetches and publishes after the kill, so the stream has
     # entries only a new writer can apply (served fast, on a loaded machine the dead writer could have applied
-    # every page before the kill, and the survivor would rightly never need to take over).
-    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.25) as site:
+    # every page before the kill, and the survivor would rightly never need to take over), and that the victim
+    # still has requests taken when the test looks (the run takes at least 80 x 0.5 s / 4 requests at a time).
+    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
         sites_file = site.write_sites(tmp_path)
         reference = run_crawl(sites_file, tmp_path / "clean.sqlite")  # one process, no fault
         clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
         assert "exit status 0 (ok)" in reference
         served_clean = dict(site.served)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
+        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
         try:
             writer = wait_for(lambda: [i for i, log in enumerate(logs)
                                        if "is the writer now" in log.read_text(encoding="utf-8")], 120)[0]
@@ -406,12 +407,13 @@ def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_co
     try:
         store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
         servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
-        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.25) as site:
+        # Served slowly: the run takes at least 80 x 0.5 s / 4 requests at a time, so Redis goes mid-run.
+        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
             sites_file = site.write_sites(tmp_path)
             run_crawl(sites_file, tmp_path / "clean.sqlite")
             clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
             logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
+            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
             try:
                 wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
                 redis_server.restart_empty()
