@@ -116,7 +116,7 @@ def test_an_entry_not_ours_met_mid_run_fails_every_processs_run(servers, tmp_pat
 
     store_uri, redis_url, prefix = servers
     client = wire_client(redis_url)
-    with FaultSite(40, article_delay=0.1) as site:
+    with FaultSite(40, article_delay=0.5) as site:  # at least 40 x 0.5 s / 4 at a time: the entry comes mid-run
         sites_file = site.write_sites(tmp_path)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
         processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
