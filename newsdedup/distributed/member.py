@@ -212,6 +212,7 @@ class RunMember:
             logger.warning("distributed crawl: process %s stopped beating with %d request(s) taken and not finished "
                            "(pages it was fetching, extracting or holding); queued again for this run", worker, count)
             self.crawler.stats.inc_value(REQUEUED, count)
+            self.state.templates.share.forget_dead(worker)  # its held pages are read (and taught) again
         if requeued:
             engine.wake(self.crawler)
         return sum(requeued.values())
