@@ -344,6 +344,9 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
                 kill(process.pid)
             watch.stop()
         served_run = {path: site.served[path] - served_clean.get(path, 0) for path in site.article_paths}
+        # The start page once in the run: a list page is finished as its links are queued, so the dead process's
+        # record did not hold it.
+        assert site.served["/list/1.html"] - served_clean["/list/1.html"] == 1
         # The one run stored what the clean crawl stores: every article once, the same clusters.
         check_consistent(site, store_uri, complete=True)
         assert partition(export(store_uri)) == clean
@@ -367,7 +370,6 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
         finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)  # nothing left to fetch, nothing changes
         check_consistent(site, store_uri, complete=True)
         assert partition(export(store_uri)) == clean
-        assert site.served["/list/1.html"] == 3  # the start page: once by the clean crawl, once a run by the two
 
 
 def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_applies_nothing_twice(servers, tmp_path):
