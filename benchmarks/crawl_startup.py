@@ -65,7 +65,7 @@ from newsdedup.crawl.reuse_index import StoryReuse  # noqa: E402
 from newsdedup.dedup.bloom import BoundedBloomFilter  # noqa: E402
 from newsdedup.dedup.features import FeatureConfig  # noqa: E402
 from newsdedup.dedup.single_pass import NearSettings  # noqa: E402
-from newsdedup.dedup.store_state import UrlState  # noqa: E402
+from newsdedup.dedupstore.state import UrlState  # noqa: E402
 from newsdedup.run import retention  # noqa: E402
 from newsdedup.storage import open_store  # noqa: E402
 from newsdedup.storage.sqlite import ARTICLE_COLUMNS, CLUSTER_COLUMNS, DATED_COLUMNS, SQLiteStore  # noqa: E402

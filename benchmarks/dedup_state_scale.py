@@ -49,9 +49,10 @@ from index_scaling import SpotDocuments  # noqa: E402
 from index_persistent import folder_bytes, in_child, memory, percentiles, timed_decisions  # noqa: E402
 from spot_arrays import SpotArrays, SpotChunk  # noqa: E402
 
+from newsdedup.dedup.durable import read_manifest, write_manifest  # noqa: E402
 from newsdedup.dedup.single_pass import NearSettings, SpotSigsMatcher  # noqa: E402
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex  # noqa: E402
-from newsdedup.dedup.store_state import NEAR_PROBE_BUDGET, NEAR_SEGMENT_DOCS  # noqa: E402
+from newsdedup.dedupstore.state import NEAR_PROBE_BUDGET, NEAR_SEGMENT_DOCS  # noqa: E402
 
 DEFAULTS = NearSettings()
 START_TIME = 1_780_000_000
@@ -139,7 +140,7 @@ def derive(root: Path, size: int, source: int, queries: int) -> None:
     segments a build of ``size`` would write (the same documents, a segment a million), linked, not copied;
     then its own filters and probes. The build time is the source's log line for that segment."""
     folder, origin = root / f"stories-{size}", root / f"stories-{source}" / "near"
-    manifest = json.loads((origin / "MANIFEST.json").read_text())
+    manifest = read_manifest(origin / "MANIFEST.json")
     (folder / "near").mkdir(parents=True, exist_ok=True)
     if not (folder / "near" / "MANIFEST.json").exists():
         index = linked_near(origin, folder / "near", manifest["segments"][: size // CHUNK], size - 1)
@@ -152,17 +153,18 @@ def derive(root: Path, size: int, source: int, queries: int) -> None:
     build(root, size, queries)
 
 
-def linked_near(origin: Path, near: Path, segments: list[str], high_water_mark: int) -> PersistentSpotSigsIndex:
-    """A near index in ``near`` made of the segments ``segments`` of the index in ``origin``, linked, not copied
-    (immutable arrays; the mutable ones are replaced on save), holding the rows up to ``high_water_mark``."""
-    manifest = json.loads((origin / "MANIFEST.json").read_text())
-    for name in segments:
-        (near / name).mkdir()
-        for file in (origin / name).iterdir():
-            os.link(file, near / name / file.name)
+def linked_near(origin: Path, near: Path, segments: list[dict], high_water_mark: int) -> PersistentSpotSigsIndex:
+    """A near index in ``near`` made of the segments ``segments`` (the manifest's entries) of the index in
+    ``origin``, linked, not copied (immutable arrays; the mutable ones are written under new names on save),
+    holding the rows up to ``high_water_mark``."""
+    manifest = read_manifest(origin / "MANIFEST.json")
+    for entry in segments:
+        (near / entry["name"]).mkdir()
+        for file in (origin / entry["name"]).iterdir():
+            os.link(file, near / entry["name"] / file.name)
     (near / "log-derived").write_bytes(b"")
     manifest.update(segments=segments, log="log-derived", high_water_mark=high_water_mark)
-    (near / "MANIFEST.json").write_text(json.dumps(manifest))
+    write_manifest(near / "MANIFEST.json", manifest)
     return open_near(near, store_mark=high_water_mark)
 
 
@@ -172,7 +174,7 @@ def crawl_tail(root: Path, size: int) -> None:
     followed by a checkpoint's merges), so the small segments of the LSM tree's tail are searched too; the same
     stories, so the filters and probes are linked."""
     folder, origin = root / f"stories-{size}-crawl", root / f"stories-{size}"
-    manifest = json.loads((origin / "near" / "MANIFEST.json").read_text())
+    manifest = read_manifest(origin / "near" / "MANIFEST.json")
     if not (folder / "near.json").exists():
         shutil.rmtree(folder, ignore_errors=True)
         (folder / "near").mkdir(parents=True)

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any, Union, cast
 
 from newsdedup import defaults
 from newsdedup.dedup.engine import DedupEngine, Verdict
-from newsdedup.dedup.status import NEAR_DUPLICATE
+from newsdedup.dedup.status import EXACT_DUPLICATE, NEAR_DUPLICATE, UNIQUE
 from newsdedup.extract import extractor
 from newsdedup.extract.extractor import Article, SkipPage
 
 if TYPE_CHECKING:
+    from newsdedup.crawl.reuse_index import StoryReuse
     from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
-    from newsdedup.storage.base import ArticleStore, StoredRef
+    from newsdedup.dedup.reuse import ReuseTracker
+    from newsdedup.storage.base import ArticleStore, ReuseRecord, StoredRef
 
 #: A document's key: a string (a URL, a file name) or an integer; over a store, a string.
 DocumentId = Union[str, int]
@@ -121,6 +123,17 @@ class Deduplicator:
     >>> dedup.add("本届进博会共有一百七十二个国家、地区和国际组织参会，三千六百多家企业参展。", id="x").status
     'unique'
 
+    A text that shares a passage with an earlier story, but is a story of its own, is ``unique`` and says what it
+    shares (``reuse=False`` switches this off, as ``NEWSDEDUP_REUSE`` does in a crawl):
+
+    >>> comment = ("评论员文章：物价走势如何看？市场对这组数据的解读出现了分歧，有人担心通胀抬头，也有人认为不必过虑。"
+    ...            + story + "在我们看来，这意味着通胀压力总体可控。一方面，猪肉价格的周期性上涨已经接近尾声，"
+    ...            "生猪存栏量正在逐步恢复；另一方面，国际油价近期回落，输入性通胀的压力也在减轻。货币政策因此没有必要"
+    ...            "因为短期的菜价波动而收紧，稳健的基调仍将延续，市场也不必对单月数据作过度的解读和反应。")
+    >>> verdict = dedup.add(comment, id="comment/1")
+    >>> verdict.status, [(r["source_id"], r["chars"], r["basis"]) for r in verdict.reuses]
+    ('unique', [('sina/1', 133, 'arrival')])
+
     Kept in a database, across runs:
 
     >>> import pathlib, tempfile
@@ -142,6 +155,7 @@ class Deduplicator:
         spotsigs_min_containment: float | None = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
         spotsigs_containment_min_spots: int = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS,
         spotsigs_containment_whole_below: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW,
+        spotsigs_containment_min_share: float | None = defaults.NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SHARE,
         spotsigs_min_signatures: int = defaults.NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES,
         spotsigs_antecedents: str = defaults.NEWSDEDUP_SPOTSIGS_ANTECEDENTS,
         spotsigs_chain: int = defaults.NEWSDEDUP_SPOTSIGS_CHAIN,
@@ -166,6 +180,7 @@ class Deduplicator:
         stopwords: str | None = defaults.NEWSDEDUP_STOPWORDS,
         exact_bloom_error_rate: float = defaults.NEWSDEDUP_EXACT_BLOOM_ERROR_RATE,
         retention_days: float | None = defaults.NEWSDEDUP_RETENTION_DAYS,
+        reuse: bool = defaults.NEWSDEDUP_REUSE,
     ) -> None:
         # Every parameter but the store is a setting: read by the code that reads the crawl's settings.
         settings = {setting_of(name): value for name, value in locals().items() if name not in ("self", "store")}
@@ -193,10 +208,17 @@ class Deduplicator:
         self._extractor: FeatureExtractor | None = None  # loaded on the first text (the segmenter's dictionary)
         self.store_uri = store
         self._store: ArticleStore | None = None
+        self._reuse: ReuseTracker | None = None  # in memory: the passage-reuse stage (NEWSDEDUP_REUSE)
+        self._captions: dict[DocumentId, frozenset[str]] = {}  # in memory: caption-only stories' captions
+        self._story_reuse: StoryReuse | None = None  # over a store: the crawl's, on the same store
+        reuse = options.get_bool(settings, "NEWSDEDUP_REUSE")
         if store is None:
+            from newsdedup.dedup.reuse import ReuseTracker
+
             self.engine = DedupEngine.in_memory(SinglePassClusterer(make_detector(near)), error_rate=error_rate)
+            self._reuse = ReuseTracker(retention_days=retention.retention_days(settings)) if reuse else None
             return
-        from newsdedup.dedup.store_engine import engine_from_store
+        from newsdedup.dedupstore.engine import engine_from_store
         from newsdedup.storage import open_store
 
         since = retention.window_start(retention.retention_days(settings))
@@ -205,6 +227,10 @@ class Deduplicator:
         try:
             self._store.lock_for_run()  # one writer: article ids and the indexes must not race another's
             self.engine = engine_from_store(self._store, self.features, near, since=since, error_rate=error_rate).engine
+            if reuse:
+                from newsdedup.crawl.reuse_index import StoryReuse
+
+                self._story_reuse = StoryReuse.rebuild(self._store, since=since)
         except BaseException:
             self._store.close()
             raise
@@ -227,11 +253,17 @@ class Deduplicator:
         method's own figure, named by ``measure``. ``title``, ``site`` and ``published_at`` (ISO 8601) are stored
         with the text when there is a store (the report's origin is the copy published first); the title is never
         compared: reprints rewrite headlines far more than bodies.
+
+        ``reuses`` lists the passages the text shares with earlier stories other than its own (a quotation, a
+        paragraph of background; :attr:`Verdict.reuses`), within the retention window, as a crawl records them: the
+        story published first (``published_at``; unknown or equal times: the one added first) is the quoted one,
+        and passages that other texts of the same ``site`` share (a disclaimer, an editor's note) are not reuse.
         """
         return self._decide(id, self._feature_extractor().features(text), text, title, site, published_at)
 
-    def add_many(self, documents: Iterable[tuple[DocumentId, str]], *, workers: int | None = None) -> Iterator[Verdict]:
-        """:meth:`add` for each ``(id, text)``, in order, with the texts' features computed on ``workers``
+    def add_many(self, documents: Iterable[tuple], *, workers: int | None = None) -> Iterator[Verdict]:
+        """:meth:`add` for each ``(id, text)`` or ``(id, text, about)`` (``about``: a mapping of :meth:`add`'s
+        ``title``, ``site`` and ``published_at``), in order, with the texts' features computed on ``workers``
         processes (``None``: one per core, ``0``: in this one). Verdicts are yielded as they are decided; a
         document is added when its verdict is taken.
 
@@ -241,22 +273,23 @@ class Deduplicator:
         """
         from newsdedup.crawl.analysis import AnalysisPool, analyse_text
 
-        ids: collections.deque[DocumentId] = collections.deque()
+        ids: collections.deque[tuple[DocumentId, Mapping]] = collections.deque()
         texts: collections.deque[str] = collections.deque()
 
         def queued() -> Iterator[str]:
-            for doc_id, text in documents:
-                ids.append(doc_id)
-                if self._store is not None:
-                    texts.append(text)  # stored with the verdict
+            for doc_id, text, *about in documents:
+                ids.append((doc_id, about[0] if about else {}))
+                texts.append(text)  # stored, looked up for reuse, read for captions
                 yield text
 
         pool = AnalysisPool(self.features, workers=workers)
         pool.start()
         try:
             for features in pool.map(analyse_text, queued()):  # in input order
-                text = texts.popleft() if self._store is not None else ""
-                yield self._decide(ids.popleft(), features, text, None, None, None)
+                text = texts.popleft()
+                doc_id, about = ids.popleft()
+                yield self._decide(doc_id, features, text, about.get("title"), about.get("site"),
+                                   about.get("published_at"))
         finally:
             pool.shutdown()
 
@@ -264,7 +297,7 @@ class Deduplicator:
         """Commit what is stored and release the store (nothing to do in memory)."""
         store, self._store = self._store, None
         if store is not None:
-            from newsdedup.dedup.store_engine import save_engine_state
+            from newsdedup.dedupstore.engine import save_engine_state
 
             try:
                 save_engine_state(store, self.engine)
@@ -289,14 +322,48 @@ class Deduplicator:
         if self._store is None:
             if self.store_uri is not None:
                 raise ValueError(f"this Deduplicator's store {self.store_uri} is closed")
-            return self.engine.process(doc_id, features)
+            from newsdedup.dedup.captions import caption_check, caption_lines
+
+            verdict = self.engine.process(doc_id, features, confirm=caption_check(text, self._captions.get))
+            if verdict.status == UNIQUE and (captions := caption_lines(text)) is not None:
+                self._captions[doc_id] = captions  # caption pages are few: their captions are kept
+            if self._reuse is None or verdict.status == EXACT_DUPLICATE:
+                return verdict  # an exact duplicate's text is its story's: no relation of its own
+            return replace(verdict, reuses=self._reuses_in_memory(verdict, text, title, site, published_at))
         return self._decide_stored(doc_id, features, text, title, site, published_at)
+
+    def _reuses_in_memory(self, verdict: Verdict, text: str, title: str | None, site: str | None,
+                          published_at: str | None) -> tuple[dict, ...]:
+        """The passage-reuse stage as the crawl runs it: a new story is looked up and indexed, a near duplicate
+        looked up without its own story and keeps that story in the window."""
+        from newsdedup.clock import now_iso
+        from newsdedup.crawl.reuse_index import published_time
+        from newsdedup.storage.base import ReuseRecord
+
+        tracker = self._reuse
+        assert tracker is not None
+        now = now_iso()
+        about = {"published": published_time(published_at, now, verdict.id if isinstance(verdict.id, str) else None),
+                 "group": site, "title": title}
+        if verdict.status == UNIQUE:
+            found = tracker.process(verdict.id, text, now, **about)
+        else:
+            tracker.touch(verdict.cluster_id, now)
+            found = tracker.find(text, exclude=(verdict.cluster_id,), **about)
+        records = []
+        for reuse in found:
+            passages, fraction, source_fraction = reuse.quoting_view()
+            records.append(_reuse_entry(reuse.source, ReuseRecord(
+                reuse.source, "", reuse.chars, fraction, source_fraction,
+                tuple((p.start, p.length, p.source_start, p.source_length, p.chars) for p in passages),
+                basis=reuse.basis, quoted_by=reuse.direction == "quoted_by")))
+        return tuple(records)
 
     def _decide_stored(self, doc_id: DocumentId, features: DocFeatures, text: str, title: str | None,
                        site: str | None, published_at: str | None) -> Verdict:
         """As the crawl's exact, near and store pipelines decide and store a page, the id as its URL."""
         from newsdedup.clock import now_iso
-        from newsdedup.dedup.store_engine import stored_features
+        from newsdedup.dedupstore.engine import stored_features
         from newsdedup.storage.base import ArticleRecord, RepeatRecord
 
         store = self._store
@@ -316,24 +383,43 @@ class Deduplicator:
             ))
             return replace(exact, duplicate_of=earlier.url, cluster_id=self._first_of_story(earlier.cluster_id))
         article_id = store.new_article_id()
-        verdict = self.engine.near_verdict(article_id, features)
+        from newsdedup.dedup.captions import caption_check, caption_lines
+
+        verdict = self.engine.near_verdict(article_id, features, confirm=caption_check(
+            text, lambda centre: caption_lines(store.article_text(cast(int, centre)) or "")))
         cluster_id = cast(int, verdict.cluster_id)  # an article id of the store
         duplicate_of = store.url_of(cast(int, verdict.duplicate_of)) if verdict.status == NEAR_DUPLICATE else None
-        store.add_article(ArticleRecord(
+        reuses: tuple[ReuseRecord, ...] = ()
+        if self._story_reuse is not None:  # as the crawl's reuse stage looks a page up
+            reuses = tuple(self._story_reuse.find(
+                text, story=cluster_id if verdict.status == NEAR_DUPLICATE else None, url=doc_id, site=site,
+                title=title, published_at=published_at, fetched_at=fetched_at))
+        record = ArticleRecord(
             id=article_id, url=doc_id, site=site, title=title, text=text, published_at=published_at, author=None,
             source=None, canonical_url=None, fetched_at=fetched_at, fingerprint=features.fingerprint,
             status=verdict.status, duplicate_of=duplicate_of, cluster_id=cluster_id,
             similarity=verdict.similarity, score=verdict.score, measure=verdict.measure, method=verdict.method,
-            **stored_features(features),
-        ))
+            **stored_features(features), reuses=reuses,
+        )
+        store.add_article(record)
         self.engine.exact.add(features.fingerprint)
+        if self._story_reuse is not None:
+            self._story_reuse.add(record)
         return replace(verdict, id=doc_id, duplicate_of=duplicate_of,
-                       cluster_id=doc_id if cluster_id == article_id else self._first_of_story(cluster_id))
+                       cluster_id=doc_id if cluster_id == article_id else self._first_of_story(cluster_id),
+                       reuses=tuple(_reuse_entry(reuse.source_url, reuse) for reuse in reuses))
 
     def _first_of_story(self, cluster_id: int | None) -> str | None:
         """A stored story's id as the library gives it: the id (URL) of its first document."""
         assert self._store is not None
         return None if cluster_id is None else self._store.url_of(cluster_id)
+
+
+def _reuse_entry(source_id: DocumentId, record: ReuseRecord) -> dict:
+    """A verdict's reuse: the form ``newsdedup export`` gives, with the other story's key as ``source_id``."""
+    entry = record.as_dict()
+    del entry["source_url"], entry["source_cluster_id"]
+    return {"source_id": source_id, **entry}
 
 
 __all__ = ["Article", "Deduplicator", "DocumentId", "SkipPage", "Verdict", "extract_article", "parameter_of",

@@ -1,5 +1,5 @@
-"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, extract, dedup,
-antecedents, eval.
+"""The ``newsdedup`` command line: demo, crawl, sites, export, failures, report, monitor, serve, alerts, extract,
+dedup, antecedents, eval.
 
 ``newsdedup crawl`` is the project's ``scrapy crawl portal`` (:mod:`newsdedup.crawl.commands.crawl`), runnable from any
 folder; in the repository ``scrapy crawl portal`` is the same crawl.
@@ -59,7 +59,7 @@ def cmd_sites(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
             print(f"wrote the packaged site file to {args.output}; "
-                  f"crawl it with: newsdedup crawl -a sites={args.output}", file=sys.stderr)
+                  f"crawl it with: newsdedup crawl --sites {args.output}", file=sys.stderr)
         return 0
     try:
         sites = load_sites(args.sites)
@@ -87,7 +87,7 @@ def _open_existing_store(command: str, uri: str):
     try:
         store.open()
     except StoreError as exc:
-        print(f"newsdedup {command}: error: {exc}", file=sys.stderr)
+        print(f"newsdedup {command}: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return None
     return store
 
@@ -144,7 +144,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if cursor_name and cursor:
             store.save_state(cursor_name, json.dumps(cursor).encode())
     except StoreError as exc:
-        print(f"newsdedup export: error: {exc} (after {count} article pages)", file=sys.stderr)
+        print(f"newsdedup export: error: {exc.for_option('--storage ')} (after {count} article pages)", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -169,7 +169,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     try:
         rows = list(store.iter_failures(sites=_list_option(args.site), skip_reasons=TRANSIENT_SKIPS))
     except StoreError as exc:
-        print(f"newsdedup failures: error: {exc}", file=sys.stderr)
+        print(f"newsdedup failures: error: {exc.for_option('--storage ')}", file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -269,6 +269,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         for setting in args.setting or ():
             if "=" not in setting:
                 raise ValueError(f"-s takes NAME=VALUE, got {setting!r}")
+        from newsdedup.run.settings_file import check_names
+
+        check_names([setting.partition("=")[0] for setting in args.setting or ()], source="-s")
     except ValueError as exc:
         print(f"newsdedup monitor: error: {exc}", file=sys.stderr)
         return 2
@@ -278,6 +281,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     lock = ScheduleLock(Path(args.lock) if args.lock else schedule_lock_path(args.storage))
 
     def after_run(status: int) -> None:
+        if args.alerts:  # whatever the run's status: what it stored may match, and earlier failures are due
+            _send_alerts(args.storage, args.alerts, desk_url=args.desk_url, reclaim_after="10m", say=monitor.say)
         if not args.report:
             return
         from newsdedup.storage import StoreError
@@ -297,7 +302,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             _write_report(report, next((f for f in REPORT_FORMATS if args.report.endswith("." + f)), "html"),
                           args.report, top=args.top)
         except (OSError, StoreError) as exc:
-            monitor.say(f"report not written to {args.report}: {exc}")
+            detail = exc.for_option("--storage ") if isinstance(exc, StoreError) else exc
+            monitor.say(f"report not written to {args.report}: {detail}")
             return
         monitor.say(f"report written to {args.report} ({report['totals']['stories']} stories since {since})")
 
@@ -314,6 +320,90 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     finally:
         if log is not sys.stderr:
             log.close()
+
+
+# -- serve ---------------------------------------------------------------------------------
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("NEWSDEDUP_SERVE_TOKEN") or None
+    if not 0 < args.poll <= 86400:
+        print(f"newsdedup serve: error: --poll {args.poll:g}: give a number of seconds from 0.1 to 86400",
+              file=sys.stderr)
+        return 2
+    if args.host not in LOOPBACK and not token:
+        print(f"newsdedup serve: error: --host {args.host} opens the desk to other machines: give it a --token "
+              "(or NEWSDEDUP_SERVE_TOKEN), or keep the default 127.0.0.1", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from newsdedup.serve.app import create_app
+        from newsdedup.serve.store import open_readonly
+    except ImportError as exc:
+        print(f"newsdedup serve: error: no module {exc.name}; the desk needs the serve extra: "
+              "pip install 'newsdedup[serve]'", file=sys.stderr)
+        return 2
+    from newsdedup.storage import StoreError
+
+    try:
+        store = open_readonly(args.storage)
+    except StoreError as exc:
+        print(f"newsdedup serve: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"newsdedup desk on http://{host}:{args.port}/ over {store.name} (read-only); stop with Ctrl-C",
+              file=sys.stderr, flush=True)
+        app = create_app(store, token=token, poll_seconds=args.poll,
+                         watches=Path(args.watches) if args.watches else None)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                    server_header=False)
+    finally:
+        store.close()
+    return 0
+
+
+# -- alerts --------------------------------------------------------------------------------
+def _send_alerts(storage: str, watches_file: str, *, desk_url: str | None, reclaim_after: str,
+                 say) -> int:
+    """One run of ``newsdedup alerts``: ``say`` gets each line; returns the exit status (0, 1 a delivery failed,
+    2 nothing could be done)."""
+    from newsdedup.monitoring.alerts import WatchError, load_watches, run_alerts
+    from newsdedup.monitoring.timespec import parse_duration
+    from newsdedup.storage import StoreError
+
+    try:
+        watches = load_watches(watches_file)
+        reclaim = parse_duration(reclaim_after)
+    except (WatchError, ValueError, OverflowError) as exc:
+        say(f"error: {exc}")
+        return 2
+    try:
+        import apprise  # noqa: F401 - checked before the store is touched
+    except ImportError:
+        say("error: no module apprise; alerts need the serve extra: pip install 'newsdedup[serve]'")
+        return 2
+    store = _open_existing_store("alerts", storage)
+    if store is None:
+        return 2
+    try:
+        result = run_alerts(store, watches, desk_url=desk_url, reclaim_after=reclaim)
+    except StoreError as exc:
+        say(f"error: {exc}")
+        return 2
+    finally:
+        store.close()
+    for error in result.errors:
+        say(error)
+    say(result.summary())
+    return 1 if result.failed else 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    return _send_alerts(args.storage, args.watches, desk_url=args.desk_url, reclaim_after=args.reclaim_after,
+                        say=lambda line: print(f"newsdedup alerts: {line}", file=sys.stderr))
 
 
 # -- extract -------------------------------------------------------------------------------
@@ -365,9 +455,11 @@ def _read_docs(stream: TextIO, bad: list[str]) -> Iterator[tuple[str | int, str]
         except (ValueError, KeyError, TypeError) as exc:
             bad.append(f"line {number}: {type(exc).__name__}: {exc}")
             continue
-        # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies.
+        # The title is not part of the fingerprint: reprints rewrite headlines far more than bodies. With the site
+        # and publication time it tells the passage-reuse stage a site's boilerplate and who quotes whom.
         # The id is kept as given (string or integer), so duplicate_of and cluster_id have its type.
-        yield doc_id, text
+        about = {key: doc[key] for key in ("title", "site", "published_at") if isinstance(doc.get(key), str)}
+        yield doc_id, text, about
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -474,7 +566,12 @@ DEDUP_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
     ("containment_whole_below", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW", str,
      "a containment match whose smaller text is under this share of the larger needs it wholly contained; "
      "none (default) switches it off"),
+    ("containment_min_share", "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SHARE", str,
+     "a containment match needs the shared spots to be this share of the longer text's (else it is a reuse); "
+     "none switches it off"),
     ("min_signatures", "NEWSDEDUP_SPOTSIGS_MIN_SIGNATURES", int, "texts with fewer spots are neither indexed nor matched"),
+    ("reuse", "NEWSDEDUP_REUSE", ("true", "false"),
+     "record the passages a text shares with earlier stories (each line's reuses); false switches it off"),
     ("max_distance", "NEWSDEDUP_SIMHASH_MAX_DISTANCE", int, "Simhash Hamming threshold"),
     ("simhash_bits", "NEWSDEDUP_SIMHASH_BITS", int, "Simhash width, 64 or 128"),
     ("simhash_features", "NEWSDEDUP_SIMHASH_FEATURES", ("words", "word_shingles", "chars"), "Simhash features"),
@@ -548,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Parsed by the crawl command itself (Scrapy's options): `newsdedup crawl --help` lists them.
     sub.add_parser("crawl", add_help=False,
                    help="crawl the portals into the database, from any folder: the same crawl as `scrapy crawl "
-                   "portal` (-s NAME=VALUE, --settings FILE, -a sites=FILE, -a site=NAME, -O FILE; see --help)")
+                   "portal` (-s NAME=VALUE, --settings FILE, --sites FILE, -a site=NAME, -O FILE; see --help)")
     sites = sub.add_parser(
         "sites", help="check and list a site file, or print the packaged one to edit (--example > sites.toml)",
         description="Checks a site file as the crawl does and lists its portals (name, allowed domains, start "
@@ -556,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sites.add_argument("--sites", metavar="FILE", help="the site file (default: the packaged one)")
     sites.add_argument("--example", action="store_true",
-                       help="write out the packaged site file, to edit and crawl with -a sites=FILE")
+                       help="write out the packaged site file, to edit and crawl with --sites FILE")
     sites.add_argument("--output", "-o", default="-", help="--example: output file (default: standard output)")
     sites.set_defaults(func=cmd_sites)
 
@@ -619,7 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     monitor.add_argument("--every", required=True, help="interval between run starts: 10m, 1h, 90s")
     monitor.add_argument("--storage", default=storage_default, help=storage_help)
-    monitor.add_argument("--sites", help="site file (default: the shipped config/sites.toml)")
+    monitor.add_argument("--sites", metavar="FILE", help="site file (default: the shipped config/sites.toml)")
     monitor.add_argument("--site", action="append", help="only these sites of the file (repeat or comma-separate)")
     monitor.add_argument("-s", "--set", dest="setting", action="append", metavar="NAME=VALUE",
                          help="a Scrapy or NEWSDEDUP_* setting for every run (repeat)")
@@ -630,8 +727,47 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--report", metavar="FILE", help="after each run write the report here (.html, .json, .csv)")
     monitor.add_argument("--report-since", default="24h", help="the report's window (default 24h)")
     monitor.add_argument("--top", type=int, default=20, help="HTML report: stories shown (default 20)")
-    monitor.add_argument("--runs", type=int, help="stop after this many runs (default: until stopped)")
+    monitor.add_argument("--alerts", metavar="FILE",
+                         help="after each run send the watches' new matches (as newsdedup alerts --watches FILE)")
+    monitor.add_argument("--desk-url", metavar="URL", help="with --alerts: the desk's address for links in alerts")
+    monitor.add_argument("--runs", type=int, help="stop after this many crawls; a tick skipped for the lock is not one "
+                         "(default: until stopped)")
     monitor.set_defaults(func=cmd_monitor)
+
+    serve = sub.add_parser(
+        "serve", help="the monitoring desk: what spreads now, stories, sites, search, in a browser (read-only)",
+        description="A web desk over the store, read-only: Now (stories spreading in a window), each story with "
+        "its copies, quotations and diffs, each site's record and crawl health, full-text search; the same data as "
+        "JSON under /api/ (docs/desk.md). Needs the serve extra: pip install 'newsdedup[serve]'.",
+    )
+    serve.add_argument("--storage", default=storage_default, help=storage_help)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default %(default)s; any other needs --token)")
+    serve.add_argument("--port", type=int, default=8321, help="port (default %(default)s)")
+    serve.add_argument("--token", help="require this token on every request (Authorization: Bearer TOKEN, or "
+                       "basic auth with it as password); default: $NEWSDEDUP_SERVE_TOKEN")
+    serve.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                       help="how often an open page asks whether new crawl runs have landed (default %(default)g)")
+    serve.add_argument("--watches", metavar="FILE",
+                       help="the watches file (as newsdedup alerts --watches): listed on /watches, where a form adds one")
+    serve.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
+                       help="the web server's log level (default %(default)s)")
+    serve.set_defaults(func=cmd_serve)
+
+    alerts = sub.add_parser(
+        "alerts", help="send the new matches of saved searches (watches) through Apprise: for cron or after a run",
+        description="Each watch of the file (docs/desk.md#watches-and-alerts) is a search; its new matching stories, "
+        "or stories crossing its sites or copies threshold, are sent to its Apprise URLs (JSON webhook, DingTalk, "
+        "WeCom, Feishu, mail...), at least once, each with an idempotency key. A failed delivery is sent again by "
+        "the next run; exit status 1 when one failed.",
+    )
+    alerts.add_argument("--storage", default=storage_default, help=storage_help)
+    alerts.add_argument("--watches", required=True, metavar="FILE", help="the watches file (TOML, [[watch]] tables)")
+    alerts.add_argument("--desk-url", metavar="URL",
+                        help="the desk's address for links in the alerts (default: the origin page's URL)")
+    alerts.add_argument("--reclaim-after", default="10m", metavar="DURATION",
+                        help="an alert a killed run was sending is sent again after this (default %(default)s)")
+    alerts.set_defaults(func=cmd_alerts)
 
     extract = sub.add_parser("extract", help="extract the article of saved HTML pages as JSON lines")
     extract.add_argument("paths", nargs="+", metavar="PATH", help="saved HTML page(s)")
@@ -641,7 +777,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.set_defaults(func=cmd_extract)
 
     dedup = sub.add_parser("dedup", help="deduplicate a JSON-lines stream of texts (same core as the crawl)")
-    dedup.add_argument("--input", required=True, help='JSON lines {"id", "text", "title"?}; - for standard input')
+    dedup.add_argument("--input", required=True,
+                       help='JSON lines {"id", "text", "title"?, "site"?, "published_at"?}; - for standard input')
     dedup.add_argument("--output", required=True, help="verdict JSON lines; - for standard output")
     for dest, name, kind, text in DEDUP_OPTIONS:
         flag = "--" + dest.replace("_", "-")

@@ -16,6 +16,17 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def docs_hook(name: str):
+    """A module of docs/hooks/ (MkDocs hooks are files, not a package), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"docs_hook_{name}", REPO_ROOT / "docs" / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
 SHARED_DATA = Path(os.environ.get("NEWSDEDUP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 

@@ -6,6 +6,7 @@ The story texts are invented for these tests (no third-party text).
 
 from __future__ import annotations
 
+import collections
 import json
 import sqlite3
 import subprocess
@@ -68,6 +69,8 @@ def list_html(site: str, links: list[str]) -> bytes:
 class Page:
     body: bytes
     delay: float = 0.0  # seconds before the response: decides which page a crawl receives first
+    gate: threading.Event | None = None  # the response waits until a test sets it (an event, not a guess of time)
+    after: str | None = None  # the response waits until this other path's response was sent whole
 
 
 class LocalSite:
@@ -77,6 +80,7 @@ class LocalSite:
         self.sites = sites
         self.pages: dict[str, Page] = {}
         self.requests: Counter[str] = Counter()
+        self.sent: collections.defaultdict[str, threading.Event] = collections.defaultdict(threading.Event)
         self._links: dict[str, list[str]] = {site: [] for site in sites}
         site = self
 
@@ -88,11 +92,17 @@ class LocalSite:
                     self.send_error(404)
                     return
                 time.sleep(page.delay)
+                if page.gate is not None:
+                    page.gate.wait(300)
+                if page.after is not None:
+                    site.sent[page.after].wait(300)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(page.body)))
                 self.end_headers()
                 self.wfile.write(page.body)
+                self.wfile.flush()
+                site.sent[self.path].set()
 
             def log_message(self, *args) -> None:
                 pass
@@ -111,10 +121,11 @@ class LocalSite:
         self.server.server_close()
 
     def publish(self, site: str, number: int, title: str, paragraphs: list[str], published: str | None,
-                *, delay: float = 0.0) -> str:
-        """Put an article on ``site``'s list page; returns its URL."""
+                *, delay: float = 0.0, after: str | None = None) -> str:
+        """Put an article on ``site``'s list page; returns its URL. ``after``: a URL this page is answered after."""
         path = f"/{site}/news/{number}.html"
-        self.pages[path] = Page(article_html(site, title, paragraphs, published), delay)
+        after_path = after.removeprefix(self.base_url) if after else None
+        self.pages[path] = Page(article_html(site, title, paragraphs, published), delay, after=after_path)
         self._links[site].append(path)
         self.pages[f"/{site}/index.html"] = Page(list_html(site, self._links[site]))
         return self.base_url + path

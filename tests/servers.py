@@ -170,12 +170,30 @@ class PostgresServer(LocalServer):
         )
         if initdb.returncode != 0:
             raise RuntimeError(f"initdb failed: {initdb.stderr[-2000:]}")
-        self._spawn([str(bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self.directory),
-                     "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
-                    cwd=self.directory, **user)
+        self._command = [str(bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self.directory),
+                         "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"]
+        self._user = user
         self.admin_uri = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        self._wait_until(self._accepts, "postgres")
+        self.start()
         self._databases = 0
+
+    def start(self) -> None:
+        """Start the server on its port and data (again, after :meth:`halt`)."""
+        self._spawn(self._command, cwd=self.directory, **self._user)
+        self._wait_until(self._accepts, "postgres")
+
+    def halt(self, sig: int = signal.SIGINT) -> None:
+        """Stop the server, keeping its data: SIGINT is PostgreSQL's fast shutdown (clients are disconnected),
+        SIGKILL kills the postmaster and every backend at once (the next start recovers from the WAL)."""
+        process, self.process = self.process, None
+        os.killpg(process.pid, sig)
+        process.wait(timeout=60)
+        if sig == signal.SIGKILL:  # the backends die with their process group; wait until the port is free
+            self._wait_until(lambda: not self._listening(), "the killed postgres's port to close", timeout=30)
+
+    def _listening(self) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
 
     def _accepts(self) -> bool:
         import psycopg

@@ -1,29 +1,46 @@
-"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedup.store_state) with.
+"""What a rebuild from the store would hold, to compare a persisted dedup state (newsdedup.dedupstore.state) with.
 
-Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it.
+Used by the unit tests of the state and by the crawl tests that kill a crawl and restart it or damage its state.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+from conftest import REPO_ROOT
 
 from newsdedup.dedup.bloom_disk import PersistedBloomFilter
 from newsdedup.dedup.features import unpack_spots
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
-from newsdedup.dedup.store_state import seconds
+from newsdedup.dedupstore.state import seconds
 
 
 def rebuilt_centres(store, *, since: str | None = None, near: NearSettings = NearSettings()) -> dict[int, int]:
     """The near index a rebuild makes: centre id -> its story's last activity (seconds), junk left out."""
-    activity = dict(store.iter_cluster_activity(since=since))
+    activity = story_activity(store)
     found = {}
-    for record in store.iter_cluster_centres(since=since):
+    for record in store.iter_cluster_centres():
         spots = unpack_spots(record.spots)
+        if since is not None and activity[record.id] < since:
+            continue
         if spots and sum(spots.values()) >= near.spotsigs_min_signatures:
             found[record.id] = seconds(activity[record.id])
     return found
+
+
+def story_activity(store) -> dict[int, str]:
+    """Each story's last activity: the latest fetch of its pages, articles and exact repeats, read from the pages'
+    own rows (not from the clusters table the state and the store's activity query keep)."""
+    last: dict[int, str] = {}
+    for row in itertools.chain(store.iter_articles_after(0), store.iter_repeats_after(0)):
+        if row.cluster_id is not None and row.fetched_at > last.get(row.cluster_id, ""):
+            last[row.cluster_id] = row.fetched_at
+    return last
 
 
 def rebuilt_fingerprints(store, *, since: str | None = None) -> set[bytes]:
@@ -45,3 +62,16 @@ def saved_state(folder: Path, near: NearSettings = NearSettings()):
     exact = PersistedBloomFilter.open(folder / "exact")
     urls = PersistedBloomFilter.open(folder / "urls") if (folder / "urls.json").exists() else None
     return window["marks"], index, exact, urls
+
+
+def export(db) -> dict[str, tuple]:
+    """Each page's (status, similarity, story), its story as the set of its pages (a story's first page depends on
+    the order concurrent fetches arrive in; which pages make a story does not)."""
+    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    stories: dict[int, set[str]] = {}
+    for row in rows:
+        stories.setdefault(row["cluster_id"], set()).add(row["url"].split("/", 3)[3])
+    return {row["url"].split("/", 3)[3]: (row["status"], row["similarity"], frozenset(stories[row["cluster_id"]]))
+            for row in rows}

@@ -45,7 +45,7 @@ def test_the_parameters_are_the_settings_with_their_defaults():
     # Every setting of the dedup decision and its features is one.
     dedup_groups = ("NEWSDEDUP_NEAR_", "NEWSDEDUP_SEGMENTER", "NEWSDEDUP_STOPWORDS", "NEWSDEDUP_SIMHASH_",
                     "NEWSDEDUP_SPOTSIGS_", "NEWSDEDUP_ESIMHASH_", "NEWSDEDUP_DWDCS_", "NEWSDEDUP_EXACT_",
-                    "NEWSDEDUP_RETENTION_")
+                    "NEWSDEDUP_RETENTION_", "NEWSDEDUP_REUSE")
     assert sorted(name for name in vars(defaults) if name.startswith(dedup_groups)) == sorted(settings)
 
 
@@ -87,6 +87,79 @@ def test_a_store_gives_the_verdicts_memory_gives_and_goes_on_across_runs(tmp_pat
     finally:
         store.close()
     assert exported == {key: (status, duplicate_of) for key, status, duplicate_of, _ in expected}
+
+
+# A commentary quoting STORY whole, with more text of its own than it quotes (issue 34: a reuse, not a copy).
+COMMENT = ("评论员文章：物价走势如何看？市场对这组数据的解读出现了分歧，有人担心通胀抬头，也有人认为不必过虑。\n"
+           + STORY + "\n在我们看来，这意味着通胀压力总体可控。一方面，猪肉价格的周期性上涨已经接近尾声，生猪存栏量正在"
+           "逐步恢复；另一方面，国际油价近期回落，输入性通胀的压力也在减轻。货币政策因此没有必要因为短期的菜价波动而收紧，"
+           "稳健的基调仍将延续，市场也不必对单月数据作过度的解读和反应。")
+DISCLAIMER = ("风险提示：本文所载信息仅供参考，不构成任何投资建议。市场有风险，投资需谨慎。基金、黄金等金融产品的过往业绩并不"
+              "预示其未来表现，投资者在作出投资决策前，应当认真阅读相关产品的法律文件，充分了解产品的风险收益特征。")
+
+
+def relations(verdicts) -> list[tuple]:
+    """(quoting id, quoted id, basis) of every reuse the verdicts carry."""
+    return [((r["source_id"], v.id) if r.get("quoted_by") else (v.id, r["source_id"])) + (r["basis"],)
+            for v in verdicts for r in v.reuses]
+
+
+def test_the_verdict_carries_the_reuses_in_publication_order_within_the_window(tmp_path):
+    dedup = newsdedup.Deduplicator()
+    story, comment = dedup.add(STORY, id="story"), dedup.add(COMMENT, id="comment")
+    assert (story.status, comment.status) == ("unique", "unique") and story.reuses == ()
+    [reuse] = comment.reuses
+    assert set(reuse) == {"source_id", "chars", "fraction", "source_fraction", "passages", "basis"}
+    assert (reuse["source_id"], reuse["basis"]) == ("story", "arrival")
+    assert COMMENT[reuse["passages"][0]["start"]:][:20] == STORY[reuse["passages"][0]["source_start"]:][:20]
+    # The commentary arrives first, but was published after the story: the story is the quoted one.
+    dedup = newsdedup.Deduplicator()
+    verdicts = [dedup.add(COMMENT, id="comment", published_at="2026-11-20T15:00:00+08:00"),
+                dedup.add(STORY, id="story", published_at="2026-11-20T09:00:00+08:00")]
+    assert relations(verdicts) == [("comment", "story", "published")]
+    [reuse] = verdicts[1].reuses  # in the quoting story's view: its offsets first
+    assert reuse["quoted_by"] and COMMENT[reuse["passages"][0]["start"]:][:20] == STORY[:20]
+    # A site's disclaimer two of its pages close with is no relation; switched off, nothing is recorded.
+    dedup = newsdedup.Deduplicator()
+    verdicts = [dedup.add(text + "\n" + DISCLAIMER, id=n, site="qianhai", title=title)
+                for n, (title, text) in enumerate([("进博会开幕", OTHER), ("十月CPI上涨2.5%", STORY)])]
+    assert relations(verdicts) == []
+    off = newsdedup.Deduplicator(reuse=False)
+    assert [off.add(text, id=key).reuses for key, text in (("story", STORY), ("comment", COMMENT))] == [(), ()]
+
+
+def test_the_retention_window_applies_to_reuse(tmp_path, monkeypatch):
+    import newsdedup.clock as clock
+
+    now = ["2026-11-01T08:00:00+00:00"]
+    monkeypatch.setattr(clock, "now_iso", lambda: now[0])
+    dedup = newsdedup.Deduplicator(retention_days=7)
+    dedup.add(STORY, id="story")
+    now[0] = "2026-11-20T08:00:00+00:00"  # the story left the window
+    assert dedup.add(COMMENT, id="comment").reuses == ()
+
+
+def test_a_store_gives_the_reuses_memory_gives(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'news.sqlite'}"
+    with newsdedup.Deduplicator(store=uri) as dedup:
+        dedup.add(STORY, id="https://a.example.cn/1.html", site="a", published_at="2026-11-20T09:00:00+08:00")
+    with newsdedup.Deduplicator(store=uri) as dedup:  # the index comes from the store
+        [reuse] = dedup.add(COMMENT, id="https://b.example.cn/1.html", site="b",
+                            published_at="2026-11-20T15:00:00+08:00").reuses
+    memory = newsdedup.Deduplicator()
+    memory.add(STORY, id="https://a.example.cn/1.html", site="a", published_at="2026-11-20T09:00:00+08:00")
+    [expected] = memory.add(COMMENT, id="https://b.example.cn/1.html", site="b",
+                            published_at="2026-11-20T15:00:00+08:00").reuses
+    assert reuse == expected and reuse["basis"] == "published"
+    store = open_store(uri)
+    store.open()
+    try:
+        exported = {row["url"]: row["reuses"] for row in store.iter_export()}
+    finally:
+        store.close()
+    [row] = exported["https://b.example.cn/1.html"]
+    assert {k: v for k, v in row.items() if k not in ("source_url", "source_cluster_id")} == \
+        {k: v for k, v in reuse.items() if k != "source_id"} and row["source_url"] == reuse["source_id"]
 
 
 def test_a_store_takes_string_ids_once_and_one_writer_at_a_time(tmp_path):
@@ -149,8 +222,19 @@ def test_newsdedup_dedup_writes_what_the_version_before_the_api_wrote(shared_dat
     source, output = tmp_path / "sample.jsonl", tmp_path / "verdicts.jsonl"
     source.write_text("".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in sina_sample(shared_data)),
                       encoding="utf-8")
+    # With issue 34's containment rule off, the decisions are the old ones; each line has its reuses beside them.
+    assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0",
+                 "--containment-min-share", "none"]) == 0
+    lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert all(isinstance(line.pop("reuses"), list) for line in lines)
+    assert [json.dumps(line, ensure_ascii=False) + "\n" for line in lines] == \
+        EXPECTED.read_text(encoding="utf-8").splitlines(keepends=True)
+    # With it (the default), a few containment matches become texts of their own.
     assert main(["dedup", "--input", str(source), "--output", str(output), "--workers", "0"]) == 0
-    assert output.read_bytes() == EXPECTED.read_bytes()
+    now = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    before = [json.loads(line) for line in EXPECTED.read_text(encoding="utf-8").splitlines()]
+    changed = [(old["status"], new["status"]) for old, new in zip(before, now) if old["status"] != new["status"]]
+    assert changed and set(changed) <= {("near_duplicate", "unique")}, changed
 
 
 def test_the_getting_started_example_runs_as_written(tmp_path):

@@ -15,7 +15,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "newsdedup"
 # The algorithm and storage layers: no Scrapy, no Scrapy settings module, nothing of the crawl or the run.
-PURE_LAYERS = ("dedup", "text", "extract", "storage")
+PURE_LAYERS = ("dedup", "text", "extract", "storage", "dedupstore")
+# The algorithms alone: no store either (the dedup state kept level with a store is dedupstore, above both).
+ALGORITHMS = ("dedup", "text", "extract")
+BELOW_ALGORITHMS = ("newsdedup.storage", "newsdedup.dedupstore", "newsdedup.crawl")
 ABOVE_PURE = ("scrapy", "scrapy_redis", "twisted", "newsdedup.settings", "newsdedup.crawl", "newsdedup.distributed",
               "newsdedup.run", "newsdedup.monitoring", "newsdedup.cli", "newsdedup.evaluation", "newsdedup.demo")
 OPTIONAL = ("redis", "scrapy_redis", "psycopg", "matplotlib", "datasketch", "tqdm")
@@ -90,6 +93,26 @@ def test_algorithms_and_storage_import_nothing_of_scrapy_or_the_run(layer):
             if bad:
                 offending[name] = bad
     assert offending == {}
+
+
+@pytest.mark.parametrize("layer", ALGORITHMS)
+def test_the_algorithms_import_no_store(layer):
+    """dedup, text and extract are algorithms over texts: the state kept level with a store is newsdedup.dedupstore."""
+    offending = {}
+    for name, targets in graph().items():
+        if name == f"newsdedup.{layer}" or name.startswith(f"newsdedup.{layer}."):
+            bad = sorted(t for t in targets if any(t == below or t.startswith(below + ".") for below in BELOW_ALGORITHMS))
+            if bad:
+                offending[name] = bad
+    assert offending == {}
+
+
+def test_the_run_policy_imports_nothing_of_the_crawl_glue():
+    """newsdedup.run (options, retry, verdict, retention) is policy the crawl, monitor and api read: below the glue."""
+    glue = ("scrapy", "twisted", "newsdedup.crawl", "newsdedup.distributed", "newsdedup.settings")
+    offending = {name: sorted(t for t in targets if any(t == g or t.startswith(g + ".") for g in glue))
+                 for name, targets in graph().items() if name.startswith("newsdedup.run")}
+    assert {name: bad for name, bad in offending.items() if bad} == {}
 
 
 def test_importing_the_package_and_its_algorithms_loads_neither_scrapy_nor_an_optional_package():

@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from newsdedup.dedup.bloom_disk import PersistedBloomFilter
+from newsdedup.dedup.durable import StateDamaged
 
 DAY = 86_400
 
@@ -145,10 +146,33 @@ def test_bad_input_gets_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         PersistedBloomFilter.open(tmp_path / "nothing")
     bloom.save()
+
+
+@pytest.mark.parametrize("damage", ["cut", "random bytes", "zeroed", "deleted", "manifest written over"])
+def test_a_damaged_file_is_never_used_and_named(tmp_path, damage):
+    """Whatever happened to a bit array or the manifest, keeping its size or not, open names the file."""
+    bloom = PersistedBloomFilter.create(tmp_path / "a", capacity=100, error_rate=1e-3)
+    bloom.add_many((f"k{i}" for i in range(50)), time=0, source="articles", first_row=1)
+    bloom.save()
     manifest = json.loads((tmp_path / "a" / "MANIFEST.json").read_text())
-    (tmp_path / "a" / manifest["generation_list"][0]["filters"][0]["file"]).write_bytes(b"\0")
-    with pytest.raises(ValueError, match="delete the folder"):
+    target = tmp_path / "a" / manifest["generation_list"][0]["filters"][0]["file"]
+    if damage == "manifest written over":
+        target = tmp_path / "a" / "MANIFEST.json"
+    size = target.stat().st_size
+    if damage == "cut":
+        target.write_bytes(target.read_bytes()[:size // 2])
+    elif damage == "random bytes":
+        target.write_bytes(os.urandom(size))
+    elif damage == "zeroed":
+        target.write_bytes(bytes(size))
+    elif damage == "deleted":
+        target.unlink()
+    else:
+        text = target.read_text()
+        target.write_text(text.replace('"count": 50', '"count": 49'))  # valid JSON, one figure changed
+    with pytest.raises(StateDamaged) as raised:
         PersistedBloomFilter.open(tmp_path / "a")
+    assert raised.value.path == target and target.name in str(raised.value)
 
 
 def test_a_writer_killed_mid_save_reopens_to_a_whole_saved_state(tmp_path):

@@ -71,7 +71,9 @@ def test_dedup_stream_tags_exact_and_near_duplicates_in_order(tmp_path):
     assert result.returncode == 0, result.stderr
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [v["id"] for v in verdicts] == ["a", "b", "c", "d"]
-    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure"}
+    assert set(verdicts[0]) == {"id", "status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure",
+                                "reuses"}
+    assert [v["reuses"] for v in verdicts] == [[], [], [], []]  # copies and unrelated texts share no passage
     assert [v["status"] for v in verdicts] == ["unique", "unique", "exact_duplicate", "near_duplicate"]
     assert verdicts[2]["duplicate_of"] == "a" and verdicts[3]["duplicate_of"] == "a"
     assert verdicts[3]["cluster_id"] == verdicts[0]["cluster_id"] != verdicts[1]["cluster_id"]
@@ -179,10 +181,10 @@ def test_failures_lists_failed_and_retried_pages_with_attempts_and_next_try(tmp_
 def test_failures_and_export_of_a_file_that_is_no_database_say_so_in_one_line(tmp_path):
     bad = tmp_path / "notes.sqlite"
     bad.write_text("not a database\n" * 50)
-    for command in ("failures", "export"):
+    for command in ("failures", "export", "report"):
         result = run_cli(command, "--storage", f"sqlite:///{bad}")
         assert result.returncode == 2
         assert result.stderr.strip().splitlines() == [
             f"newsdedup {command}: error: {bad} is not a usable newsdedup database (file is not a database): "
-            "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
+            "move it away or name another file (--storage sqlite:///PATH)"
         ]

@@ -29,4 +29,4 @@ def test_demo_serve_writes_a_site_file_serves_its_pages_and_stops_cleanly_on_sig
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert f"sites={sites}" in out
+    assert f"newsdedup crawl --sites {sites} " in out

@@ -90,7 +90,7 @@ def test_network_links_frequent_concepts_at_most_two_apart_and_prunes_what_is_cu
         ("甲方", "乙方"), ("甲方", "丙方"), ("乙方", "丙方"), ("丙方", "桥梁"), ("桥梁", "丁方"),
         ("丁方", "戊方"), ("丁方", "己方"), ("戊方", "己方"),
     )}
-    assert graph.nodes["丙方"]["frequency"] == 3
+    assert graph.frequency["丙方"] == 3 and graph.degree("丙方") == 3
     # Without the bridge the smaller part (one triangle, and an isolated pair) is pruned.
     fillers = iter(["填六", "填七"])
     cut = [w if w != "桥梁" else next(fillers) for w in BRIDGE] + ["填八", "填九", "孤岛", "孤岛"]

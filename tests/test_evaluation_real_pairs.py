@@ -54,17 +54,23 @@ def labels() -> list[dict]:
     return load_labels()
 
 
+# The label file as labelled (evaluation/labels): a relabelled or added pair changes these on purpose.
+LABEL_COUNTS = {"near_duplicate": 143, "different": 134, "reuse": 123, "junk": 8}
+PAIRS_BY_BIN = {"0.05-0.1": 72, "0.1-0.2": 77, "0.2-0.35": 63, "0.35-0.5": 61, "0.5-0.7": 45, "0.7-0.9": 45,
+                "0.9-1.0": 45}
+
+
 def test_the_label_file_holds_400_pairs_in_every_bin_split_half_and_half(labels):
-    assert len(labels) >= 400
+    assert len(labels) == sum(LABEL_COUNTS.values()) == 408
     counts = Counter(row["label"] for row in labels)
     assert set(counts) <= set(LABELS)
-    assert min(counts["near_duplicate"], counts["reuse"], counts["different"]) >= 100, counts
+    assert counts == LABEL_COUNTS  # at least 100 of each of the three kinds the scores are about
     by_bin: dict[str, Counter] = defaultdict(Counter)
     for row in labels:
         by_bin[row["bin"]][row["split"]] += 1
     assert set(by_bin) == {f"{low}-{high}" for low, high in BINS}
+    assert {name: sum(halves.values()) for name, halves in by_bin.items()} == PAIRS_BY_BIN  # at least 40 a bin
     for name, halves in by_bin.items():
-        assert sum(halves.values()) >= 40, name
         assert abs(halves["tune"] - halves["test"]) <= 1, (name, halves)
     # The split is the seeded hash's, not edited by hand: recomputing it gives the stored one.
     expected = split_pairs(labels)
@@ -141,8 +147,10 @@ def test_score_counts_reuse_as_a_false_positive_and_leaves_junk_out():
 def test_the_grid_covers_the_issue_settings_and_the_suggestion_needs_precision():
     settings = grid()
     assert NearSettings(method="spotsigs") in settings and NearSettings(method="simhash") in settings
-    assert len(settings) == 7 * (1 + 4 * 2) + 4  # tau x (containment off, or 4 values with and without the whole rule)
+    # tau x (containment off, or 4 values with and without the whole rule, each with and without the share rule)
+    assert len(settings) == 7 * (1 + 4 * 2 * 2) + 4
     assert NearSettings(method="spotsigs", spotsigs_containment_whole_below=0.6) in settings
+    assert NearSettings(method="spotsigs", spotsigs_containment_min_share=None) in settings
     row = lambda name, p, f1, reuse: {"setting": name, "method": "spotsigs", "tune": {"precision": p, "f1": f1, "reuse_called": reuse}}
     rows = [row("loose", 0.90, 0.95, 5), row("strict", 0.99, 0.90, 0), row("stricter", 0.99, 0.90, 1)]
     assert suggest(rows, "spotsigs") == (rows[1], True)
@@ -200,3 +208,36 @@ def test_newsdedup_eval_reports_the_pairs_stage(shared_data: Path, labels):
     report, summary = format_markdown(results), format_summary(results)
     assert "## Real labelled pairs" in report and "| simhash k=6 |" in report
     assert f"spotsigs: shipped {describe(NearSettings(method='spotsigs'))}" in summary and "simhash: shipped simhash k=" in summary
+
+
+def test_the_relations_stage_scores_both_stages_and_leaves_disputed_pairs_apart(tmp_path):
+    """newsdedup.evaluation.relations on invented texts: a copy (near), a commentary quoting a report (reuse, linked),
+    an unrelated pair, and a pair the second reader disputes."""
+    from newsdedup.evaluation import relations
+
+    report = ("国家统计局今天发布数据显示，十月份全国居民消费价格同比上涨百分之二点五，其中城市上涨百分之二点五，农村上涨百分之"
+              "二点四；食品价格上涨百分之三点三，非食品价格上涨百分之二点四。统计局的专家表示，猪肉和鲜菜的价格是主要的推动"
+              "因素，而能源价格的上涨也在其中起了一定的作用。")
+    comment = ("评论员文章：物价走势如何看？市场对这组数据的解读出现了分歧，有人担心通胀抬头，也有人认为不必过虑。\n" + report
+               + "\n在我们看来，这意味着通胀压力总体可控。一方面，猪肉价格的周期性上涨已经接近尾声，生猪存栏量正在逐步恢复；"
+               "另一方面，国际油价近期回落，输入性通胀的压力也在减轻。货币政策因此没有必要因为短期的菜价波动而收紧。")
+    other = ("第二届中国国际进口博览会今天在上海开幕，来自一百五十多个国家和地区的三千多家企业参展。展会期间还将举办虹桥国际"
+             "经济论坛，围绕开放创新、贸易与投资等议题展开讨论。主办方表示，本届展会的展览面积比上一届扩大了三万平方米。")
+    texts = {"x:report": report, "x:copy": "（来源：新华社）" + report, "y:comment": comment, "z:other": other}
+    labels = [
+        {"a": "x:copy", "b": "x:report", "split": "test", "label": "near_duplicate"},
+        {"a": "x:report", "b": "y:comment", "split": "test", "label": "reuse"},
+        {"a": "x:report", "b": "z:other", "split": "test", "label": "different"},
+        {"a": "y:comment", "b": "z:other", "split": "test", "label": "reuse"},  # disputed: the second says different
+    ]
+    second = tmp_path / relations.SECOND_READER
+    second.parent.mkdir(parents=True)
+    second.write_text(json.dumps({"a": "y:comment", "b": "z:other", "label": "different"}) + "\n", encoding="utf-8")
+    results = relations.stage_results(tmp_path, labels=labels, texts=texts)
+    test = results["test"]
+    assert (test["tp"], test["fp"], test["fn"]) == (1, 0, 0)
+    assert (test["reuse_linked"], test["reuse"], test["different_linked"], test["different"]) == (1, 1, 0, 1)
+    assert results["test_with_disputed"]["reuse"] == 2 and results["test_with_disputed"]["reuse_linked"] == 1
+    assert results["disputed"] == [{"a": "y:comment", "b": "z:other", "split": "test", "first": "reuse",
+                                    "second": "different", "call": "none"}]
+    assert "disputed" in "\n".join(relations.markdown(results)) and len(relations.lines(results)) == 4

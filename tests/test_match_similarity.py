@@ -34,13 +34,21 @@ def test_fingerprint_distance_maps_to_an_overlap_that_falls_with_the_distance():
 
 def test_a_short_version_reports_its_containment_as_score_and_its_overlap_as_similarity():
     extractor = FeatureExtractor(FeatureConfig(method="spotsigs"))
-    clusterer = SinglePassClusterer(make_detector(NearSettings(method="spotsigs")))
+    # Issue 34's rule off: a longer text whose own story outweighs the shared part is no copy under it (below).
+    clusterer = SinglePassClusterer(make_detector(NearSettings(method="spotsigs", spotsigs_containment_min_share=None)))
     clusterer.assign("full", extractor.features(ARTICLE))
     short = clusterer.assign("short", extractor.features("".join(SENTENCES[:5])))
     assert short.duplicate_of == "full"
     assert short.match.measure == "containment" and short.match.score >= 0.7
     # The short text shares all its spots but covers well under half of the article's.
     assert 0 < short.similarity < 0.5 < short.match.score
+    # Under the default rule the article's own text outweighs the part it shares: the short text is a story of its own
+    # (the passage-reuse stage relates the two), while a copy sharing most of the article's spots still matches.
+    clusterer = SinglePassClusterer(make_detector(NearSettings(method="spotsigs")))
+    clusterer.assign("full", extractor.features(ARTICLE))
+    assert clusterer.assign("short", extractor.features("".join(SENTENCES[:5]))).duplicate_of is None
+    longer = clusterer.assign("longer", extractor.features("".join(SENTENCES * 2)[: -len(SENTENCES[-1]) * 3]))
+    assert longer.duplicate_of == "full"
 
 
 def test_the_same_copy_reads_alike_under_spotsigs_and_simhash():
@@ -76,7 +84,8 @@ def test_whole_containment_below_a_length_ratio_keeps_an_abridged_copy_and_not_a
     commentary = "".join(COMMENTARY[:3] + SENTENCES[:2] + [rewritten] + SENTENCES[3:5] + COMMENTARY[3:] * 2)
     decided = {}
     for whole_below in (None, 0.6):
-        near = NearSettings(method="spotsigs", spotsigs_containment_whole_below=whole_below)
+        near = NearSettings(method="spotsigs", spotsigs_containment_whole_below=whole_below,
+                            spotsigs_containment_min_share=None)  # the rule of issue 34 off: this one alone
         quoting = SinglePassClusterer(make_detector(near))
         quoting.assign("report", extractor.features(report))
         abridging = SinglePassClusterer(make_detector(near))

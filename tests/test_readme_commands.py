@@ -30,18 +30,21 @@ from conftest import REPO_ROOT
 
 # Line prefixes not run here, and why.
 ELSEWHERE = {
-    "python3 -m venv": "the two set-up commands: CI runs the test command, tests/test_quick_start.py the demo one "
-    "in a fresh venv",
+    "python3 -m venv": "the two set-up commands: CI runs the test command, .ci/user-install the demo one in a copy "
+    "of the checkout (the test suite installs nothing from the package registry)",
+    "newsdedup demo --serve": "serves until Ctrl-C; tests/test_demo_serve.py runs it, .ci/user-install crawls it",
     "newsdedup demo": "tests/test_cli.py runs the demo",
     "newsdedup sites --example >": "writes the shipped site file (a shell redirection, not run here)",
     "apt-get update": "the test command (its system packages first): CI runs it",
     "pip install": "installs packages",
-    "scrapy crawl portal -a sites=config/sites.toml": "crawls the real portals (no internet here); "
+    "scrapy crawl portal --sites config/sites.toml": "crawls the real portals (no internet here); "
     "tests/test_crawl_e2e.py runs the same command against a local portal",
     "newsdedup crawl": "crawls the real portals (no internet here); tests/test_crawl_anywhere.py runs it from an "
     "empty folder against a local portal",
     "newsdedup eval": "CI runs it on the shared data",
     "newsdedup monitor": "runs until stopped; tests/test_schedules.py runs it",
+    "newsdedup serve": "runs until stopped; tests/test_desk.py starts it and drives it in Chromium",
+    "newsdedup alerts": "needs a watches file and a receiver; tests/test_alerts.py runs it against a local webhook",
     "printf '[scrapyd]": "tests/test_schedules.py deploys to a real Scrapyd",
     "scrapyd-deploy": "tests/test_schedules.py",
     "curl http://127.0.0.1:6800": "tests/test_schedules.py",

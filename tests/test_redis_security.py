@@ -77,7 +77,8 @@ def test_pickles_written_into_the_stream_and_the_queue_run_nothing_and_the_crawl
     client = wire_client(redis_url)
     # The run the worker will join, opened beforehand, so its request queue can be written into before it starts.
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    client.set(f"{prefix}:run", run_id, px=120_000)
+    # Kept an hour, longer than the test may take (its waits end at 180 s): a worker slow to start still joins it.
+    client.set(f"{prefix}:run", run_id, px=3_600_000)
     client.zadd(f"{prefix}:run:{run_id}:requests", {payload: -1_000_000})  # the highest priority: popped first
     client.xadd(f"{prefix}:results", {b"e": payload})
 

@@ -326,7 +326,7 @@ def test_records_survive_json():
     [reuse] = tracker.process("comment", COMMENT, day(2))
     record = json.loads(json.dumps(reuse.as_record(), ensure_ascii=False))
     assert set(record) == {"source", "chars", "fraction", "source_fraction", "text_chars", "source_chars",
-                           "passages"}
+                           "passages", "direction", "basis"}
     assert Reuse.from_record(record) == reuse
 
 
@@ -359,3 +359,89 @@ def test_the_tune_half_alone_suggests_the_setting():
     assert chosen["setting"] == "80" and meets
     chosen, meets = suggest(rows[:1] + rows[3:])  # none meets both: the highest tune F1 of all
     assert chosen["setting"] == "60" and not meets
+
+
+# -- issue 34: quotations in publication order, a site's boilerplate never a relation ----------------------------
+
+DISCLAIMER = ("风险提示：本文所载信息仅供参考，不构成任何投资建议。市场有风险，投资需谨慎。基金、黄金等金融产品的过往业绩"
+              "并不预示其未来表现，投资者在作出投资决策前，应当认真阅读相关产品的法律文件，充分了解产品的风险收益特征。")
+GOLD = ("国际金价周一继续走高，伦敦现货黄金一度突破每盎司两千一百美元，创下历史新高。分析人士认为，美联储降息预期升温、"
+        "美元指数走弱以及地缘局势紧张，共同推动了避险资金流入黄金市场。")
+FUND = ("本周公募基金发行市场明显回暖，新成立基金的募集规模环比增长超过三成，其中债券型基金占比过半。业内人士表示，"
+        "在利率下行的背景下，稳健型产品更受投资者青睐，权益类基金的发行仍待市场情绪进一步修复。")
+STOCKS = ("沪深两市周二小幅震荡，上证指数收跌零点二个百分点，成交额较前一交易日略有萎缩。盘面上，半导体和医药板块"
+          "表现活跃，银行和煤炭板块走弱，北向资金全天小幅净流出。")
+
+
+def test_a_disclaimer_two_pages_of_one_site_share_is_no_relation():
+    tracker = ReuseTracker()
+    assert tracker.process(1, GOLD + "\n" + DISCLAIMER, day(1), group="qinghe", title="国际金价创历史新高") == []
+    # Without the site and headlines the shared disclaimer reads as a quotation...
+    bare = ReuseTracker()
+    bare.process(1, GOLD + "\n" + DISCLAIMER, day(1))
+    assert [r.source for r in bare.process(2, FUND + "\n" + DISCLAIMER, day(2))] == [1]
+    # ...with them it is the site's: it speaks of neither headline (the second page), and a third page finds it held
+    # by two of the site's stories already (no headline needed).
+    assert tracker.process(2, FUND + "\n" + DISCLAIMER, day(2), group="qinghe", title="公募基金发行回暖") == []
+    assert tracker.process(3, STOCKS + "\n" + DISCLAIMER, day(3), group="qinghe") == []
+
+
+def test_a_follow_up_repeating_the_sites_own_background_stays_a_relation():
+    tracker = ReuseTracker()
+    tracker.process(1, REPORT, day(1), group="xinhua", title="十月份居民消费价格同比上涨2.5%")
+    [reuse] = tracker.process(2, COMMENT, day(2), group="xinhua", title="如何看待十月的物价与消费价格")
+    assert reuse.source == 1 and reuse.chars > 150
+
+
+def test_another_site_quoting_the_page_is_a_relation_whatever_the_site_shares():
+    tracker = ReuseTracker()
+    tracker.process(1, REPORT + "\n" + DISCLAIMER, day(1), group="qinghe", title="十月份居民消费价格同比上涨2.5%")
+    tracker.process(2, GOLD + "\n" + DISCLAIMER, day(1), group="qinghe", title="国际金价创历史新高")
+    [reuse] = tracker.process(3, COMMENT, day(2), group="dongfang", title="如何看待十月的物价")
+    assert reuse.source == 1 and DISCLAIMER[:20] not in "".join(p.quoted(COMMENT) for p in reuse.passages)
+
+
+@pytest.mark.parametrize(("report_published", "comment_published", "direction", "basis"), [
+    (day(1), day(2), "quotes", "published"),  # the later arrival was published later: it quotes
+    (day(3), day(2), "quoted_by", "published"),  # the later arrival was published first: the stored story quotes it
+    (None, day(2), "quotes", "arrival"),  # a time unknown: arrival order
+    (day(2), day(2), "quotes", "arrival"),  # the same time: arrival order
+])
+def test_the_story_published_first_is_the_quoted_one(report_published, comment_published, direction, basis):
+    tracker = ReuseTracker()
+    tracker.process("report", REPORT, day(4), published=report_published)
+    [reuse] = tracker.process("comment", COMMENT, day(5), published=comment_published)
+    assert (reuse.source, reuse.direction, reuse.basis) == ("report", direction, basis)
+    passages, fraction, source_fraction = reuse.quoting_view()
+    quoting, quoted = (COMMENT, REPORT) if direction == "quotes" else (REPORT, COMMENT)
+    assert (fraction, source_fraction) == ((reuse.fraction, reuse.source_fraction) if direction == "quotes"
+                                           else (reuse.source_fraction, reuse.fraction))
+    for p in passages:  # offsets into the quoting text first, then into the quoted one
+        assert normalize_text(quoting[p.start : p.start + p.length]).replace(" ", "")[:10] == \
+            normalize_text(quoted[p.source_start : p.source_start + p.source_length]).replace(" ", "")[:10]
+
+
+def test_a_saved_index_keeps_publication_times_and_sites(tmp_path):
+    texts = {1: GOLD + "\n" + DISCLAIMER, 2: REPORT}
+    index = ReuseIndex(text_of=texts.__getitem__)
+    index.add(1, texts[1], when=day(1), published=day(1), group="qinghe")
+    index.add(2, texts[2], when=day(1), published=day(3), group="xinhua")
+    index.save(tmp_path)
+    opened, _ = ReuseIndex.open(tmp_path, text_of=texts.__getitem__)
+    assert opened.find(FUND + "\n" + DISCLAIMER, group="qinghe") == index.find(FUND + "\n" + DISCLAIMER, group="qinghe")
+    [reuse] = opened.find(COMMENT, published=day(2))
+    assert (reuse.direction, reuse.basis) == ("quoted_by", "published")
+
+
+def test_a_record_of_several_passages_turns_to_the_quoting_storys_view_in_its_order():
+    """A page published first whose two paragraphs a stored story quotes in the other order."""
+    first, second = REPORT_PARAGRAPHS[0] + REPORT_PARAGRAPHS[1], REPORT_PARAGRAPHS[2] + REPORT_PARAGRAPHS[3]
+    stored = COMMENT_OWN_START + second + "\n中间是评论员自己的一段分析，和原文没有关系，讲的是另一件事情。" * 2 + first + COMMENT_OWN_END
+    tracker = ReuseTracker()
+    tracker.process("comment", stored, day(2), published=day(2))
+    [reuse] = tracker.process("report", REPORT, day(3), published=day(1))
+    assert reuse.direction == "quoted_by" and len(reuse.passages) == 2
+    passages, _, _ = reuse.quoting_view()
+    assert [p.start for p in passages] == sorted(p.start for p in passages)
+    for p in passages:  # the quoting (stored) story's offsets first
+        assert stored[p.start : p.start + 20] == REPORT[p.source_start : p.source_start + 20]

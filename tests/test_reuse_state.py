@@ -8,6 +8,7 @@ the queries quote a passage of one story inside new text.
 from __future__ import annotations
 
 import logging
+import os
 import random
 
 import pytest
@@ -156,28 +157,35 @@ def test_the_retention_window_after_a_reopen_is_the_stores(tmp_path, rng, caplog
         same_as_rebuild(store, reuse, since=wider, queries=queries)
 
 
-def test_an_unreadable_snapshot_or_other_parameters_rebuild(tmp_path, rng, caplog):
+def test_a_damaged_snapshot_or_other_parameters_rebuild(tmp_path, rng, caplog):
     caplog.set_level(logging.INFO, logger="newsdedup.crawl.reuse_index")
     folder = tmp_path / "reuse"
     texts = [story(rng) for _ in range(12)]
     with open_store(f"sqlite:///{tmp_path / 'db.sqlite'}") as store:
         stored(store, [(text, 1) for text in texts])
-        StoryReuse.rebuild(store, since=None, folder=folder).checkpoint()
+        reuse = StoryReuse.rebuild(store, since=None, folder=folder)
+        reuse.checkpoint()
         with pytest.raises(SnapshotError, match="saved with k=8, w=16"):
             ReuseIndex.open(folder, k=6, text_of=str)
-        next(folder.glob("segment-*-keys.npy")).write_bytes(b"torn")
-        reuse = StoryReuse.open(store, folder, since=None)
-        assert "cannot be read" in caplog.text and not opened(caplog)
-        same_as_rebuild(store, reuse, since=None, queries=[quoting(rng, text) for text in texts])
-        reuse.checkpoint()
-        next(folder.glob("stories-*.npz")).write_bytes(b"PK torn")
-        StoryReuse.open(store, folder, since=None)
-        reuse.checkpoint()
-        next(folder.glob("segment-*-seqs.npy")).write_bytes(b"")
-        StoryReuse.open(store, folder, since=None)
-        (folder / "meta.json").write_text("{")
-        StoryReuse.open(store, folder, since=None)
-        assert caplog.text.count("cannot be read") == 4 and not opened(caplog)
+        queries = [quoting(rng, text) for text in texts]
+        # Each file damaged as a disk or a person might (cut, written over in place keeping its size, deleted):
+        # a warning names it, and the index is the rebuild's.
+        damages = [("segment-*-keys.npy", lambda path: path.write_bytes(b"torn")),
+                   ("segment-*-positions.npy", lambda path: path.write_bytes(os.urandom(path.stat().st_size))),
+                   ("stories-*.npz", lambda path: path.write_bytes(b"PK torn")),
+                   ("stories-*.npz", lambda path: path.write_bytes(bytes(path.stat().st_size))),
+                   ("segment-*-seqs.npy", lambda path: path.unlink()),
+                   ("meta.json", lambda path: path.write_text("{")),
+                   ("meta.json", lambda path: path.write_text(path.read_text().replace('"count": 12', '"count": 11')))]
+        for pattern, damage in damages:
+            reuse.checkpoint()
+            target = next(folder.glob(pattern))
+            damage(target)
+            caplog.clear()
+            reuse = StoryReuse.open(store, folder, since=None)
+            warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+            assert len(warnings) == 1 and str(target) in warnings[0] and not opened(caplog), (pattern, caplog.text)
+            same_as_rebuild(store, reuse, since=None, queries=queries)
 
 
 def test_the_library_tracker_saves_and_opens_with_its_clock(tmp_path):

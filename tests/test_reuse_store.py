@@ -36,7 +36,7 @@ def test_reuses_are_stored_with_their_article_and_exported_and_reported(store_ur
             "source_url": "http://a/1", "source_cluster_id": source.id, "chars": 19, "fraction": 0.25,
             "source_fraction": 0.2, "passages": [
                 {"start": 4, "length": 20, "source_start": 60, "source_length": 19, "chars": 19},
-                {"start": 30, "length": 5, "source_start": 2, "source_length": 5, "chars": 5}]}]
+                {"start": 30, "length": 5, "source_start": 2, "source_length": 5, "chars": 5}], "basis": "arrival"}]
         assert ReuseRecord.from_dict(exported["http://b/1"]["reuses"][0]) == page.reuses[0]
         [stored] = store.iter_reuses()
         assert (stored.url, stored.site, stored.source_url, stored.source_title, stored.source_text) == (
@@ -71,8 +71,44 @@ def test_a_schema_5_database_gets_the_reuses_table(store_uri):
         [source] = store.iter_cluster_centres()
         store.add_article(quoting(store, "http://b/1", source))
     assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
-    assert SCHEMA_VERSION == 6
-    assert rows(store_uri, "SELECT article_id, source_id, chars FROM reuses") == [(2, 1, 19)]
+    assert SCHEMA_VERSION == 8  # 7: the search index and alerts (tests/test_desk.py); 8: the reuses' basis
+    assert rows(store_uri, "SELECT article_id, source_id, chars, basis FROM reuses") == [(2, 1, 19, "arrival")]
+
+
+def test_a_schema_7_database_gets_the_basis_of_its_reuses(store_uri):
+    with open_store(store_uri) as store:
+        source = article(store, "http://a/1", b"a" * 16, text=SOURCE_TEXT)
+        store.add_article(source)
+        store.add_article(quoting(store, "http://b/1", source))
+    # A version 7 database: its reuses table had no basis column.
+    execute(store_uri, ["ALTER TABLE reuses DROP COLUMN basis",
+                        "UPDATE meta SET value = '7' WHERE key = 'schema_version'"])
+    with open_store(store_uri) as store:
+        exported = {row["url"]: row for row in store.iter_export()}
+    assert exported["http://b/1"]["reuses"][0]["basis"] == "arrival"  # rows of before: put in arrival order
+    assert rows(store_uri, "SELECT value FROM meta WHERE key = 'schema_version'") == [("8",)]
+
+
+def test_a_page_published_before_a_stored_story_that_quotes_it_is_its_source(store_uri):
+    """The page arriving later carries the record of the stored story quoting it (``quoted_by``): the row written
+    is that story's, and the export shows it on that story, with the basis that decided it."""
+    with open_store(store_uri) as store:
+        later = article(store, "http://b/1", b"b" * 16, text="评论：" + "被引用的一段话在这里，共有二十多个字。")
+        store.add_article(later)
+        reuse = ReuseRecord(later.id, later.url, 19, 0.25, 0.2, ((4, 20, 60, 19, 19),), basis="published",
+                            quoted_by=True)
+        earlier = article(store, "http://a/1", b"a" * 16, text=SOURCE_TEXT, reuses=(reuse,))
+        store.add_article(earlier)
+        store.flush()
+        assert store.committed[("demo", "reused")] == 0  # the page quotes nothing
+    assert rows(store_uri, "SELECT article_id, source_id, basis FROM reuses") == [(later.id, earlier.id, "published")]
+    with open_store(store_uri) as store:
+        exported = {row["url"]: row for row in store.iter_export()}
+        [stored] = store.iter_reuses()
+    assert exported["http://a/1"]["reuses"] == []
+    [record] = exported["http://b/1"]["reuses"]
+    assert (record["source_url"], record["basis"], record["passages"][0]["start"]) == ("http://a/1", "published", 4)
+    assert (stored.url, stored.source_url, stored.basis) == ("http://b/1", "http://a/1", "published")
 
 
 def test_a_reuse_crosses_redis_as_plain_data_in_a_page_and_in_a_verdict():

@@ -23,8 +23,10 @@ import pytest
 from croniter import croniter
 
 from conftest import REPO_ROOT
+from faultsite import rows
 from local_site import OTHER_STORY, STORY, LocalSite, edited
 from newsdedup.monitoring.monitor import schedule_lock_path
+from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
 
 # The copy-paste lines of docs/scheduling.md ("Running on a schedule").
 SCHEDULING = (REPO_ROOT / "docs" / "scheduling.md").read_text(encoding="utf-8")
@@ -50,15 +52,16 @@ def site(tmp_path):
         yield local
 
 
-def monitor(tmp_path, *args: str, **popen) -> subprocess.Popen:
+def monitor(tmp_path, *args: str, storage: str | None = None, **popen) -> subprocess.Popen:
     command = [sys.executable, "-m", "newsdedup.cli", "monitor", "--sites", str(tmp_path / "sites.toml"),
-               "--storage", f"sqlite:///{tmp_path / 'news.sqlite'}", "--log", str(tmp_path / "monitor.log"),
+               "--storage", storage or f"sqlite:///{tmp_path / 'news.sqlite'}", "--log", str(tmp_path / "monitor.log"),
                *(f"--set={value}" for value in FAST[1::2]), *args]
     return subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
-def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_path):
-    process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "report.json"))
+def test_monitor_runs_the_crawl_every_interval_and_writes_the_report(site, tmp_path, store_uri):
+    process = monitor(tmp_path, "--every", "1s", "--runs", "2", "--report", str(tmp_path / "report.json"),
+                      storage=store_uri)
     assert process.wait(timeout=240) == 0, process.stderr.read()
     log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
     assert log.count("crawl finished with exit status 0") == 2
@@ -89,15 +92,25 @@ def test_a_report_that_cannot_be_written_is_logged_and_the_monitor_goes_on(site,
     assert "Traceback" not in log and "Traceback" not in process.stderr.read()
 
 
-def test_a_run_that_finds_the_lock_taken_does_not_start(site, tmp_path):
+def test_a_run_that_finds_the_lock_taken_does_not_start_nor_count(site, tmp_path):
     lock = schedule_lock_path(f"sqlite:///{tmp_path / 'news.sqlite'}")
+    log = tmp_path / "monitor.log"
+    skipped = f"skipped: another run holds {lock}"
     with open(lock, "w") as held:  # what cron's `flock -n` (or another monitor) holds while its crawl runs
         fcntl.flock(held, fcntl.LOCK_EX)
-        process = monitor(tmp_path, "--every", "1s", "--runs", "2")
-        assert process.wait(timeout=60) == 0
-    log = (tmp_path / "monitor.log").read_text(encoding="utf-8")
-    assert log.count(f"skipped: another run holds {lock}") == 2 and "crawl started" not in log
-    assert not (tmp_path / "news.sqlite").exists()
+        process = monitor(tmp_path, "--every", "1s", "--runs", "1")
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.read_text(encoding="utf-8").count(skipped) >= 2):
+            assert process.poll() is None, process.stderr.read()  # two skipped ticks are not the one run asked for
+            assert time.monotonic() < deadline, "no two skipped ticks within 120 s"
+            time.sleep(0.1)
+        text = log.read_text(encoding="utf-8")
+        assert "crawl started" not in text and not (tmp_path / "news.sqlite").exists()
+    # The lock released: the next tick is the one run, and the monitor stops after it.
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    text = log.read_text(encoding="utf-8")
+    assert text.count("crawl finished with exit status 0") == 1
+    assert text.index(skipped) < text.index("crawl started")
 
 
 def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(site, tmp_path):
@@ -219,7 +232,7 @@ def _get(url: str) -> dict:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="docs/scheduling.md schedules Scrapyd jobs with curl")
-def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
+def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path, store_uri):
     """docs/scheduling.md's Scrapyd lines, with this test's port and paths: deploy the project, then the crontab line's
     command queues a crawl when Scrapyd is idle, and nothing while that job waits or runs."""
     scrapyd_part = SCHEDULING.split("**Scrapyd**", 1)[1]
@@ -253,11 +266,12 @@ def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
         deployed = subprocess.run([str(bin_dir / "scrapyd-deploy"), *shlex.split(deploy)[1:]], cwd=project,
                                   capture_output=True, text=True, timeout=180)
         assert deployed.returncode == 0 and '"status": "ok"' in deployed.stdout, deployed.stdout + deployed.stderr
-        db, log_file = tmp_path / "news.sqlite", tmp_path / "scrapyd-schedule.log"
+        db = tmp_path / "db.sqlite" if store_uri.startswith("sqlite") else store_uri
+        log_file = tmp_path / "scrapyd-schedule.log"
         fast = "".join(f" -d setting={value}" for value in FAST[1::2])
         command = (cron.replace("http://127.0.0.1:6800", base)
                    .replace("/opt/newsdedup/config/sites.toml", str(tmp_path / "sites.toml"))
-                   .replace("sqlite:////var/lib/newsdedup/news.sqlite", f"sqlite:///{db}" + fast)
+                   .replace("sqlite:////var/lib/newsdedup/news.sqlite", store_uri + fast)
                    .replace("/var/log/newsdedup/scrapyd-schedule.log", str(log_file)))
         assert subprocess.run(["bash", "-c", command]).returncode == 0  # idle: a crawl is queued
         # At once again: the job is pending or running (a crawl takes seconds to start), so nothing is queued.
@@ -274,9 +288,8 @@ def test_readme_scrapyd_lines_deploy_and_run_a_crawl(site, tmp_path):
             pytest.fail(f"the Scrapyd job did not finish: {jobs}")
         log = next((home / "logs").rglob(f"{scheduled['jobid']}.log")).read_text(encoding="utf-8")
         assert "Traceback" not in log, log[-3000:]
-        conn = sqlite3.connect(db)
-        assert conn.execute("SELECT COUNT(*) FROM articles").fetchone()[0] == 3
-        assert conn.execute("SELECT COUNT(*) FROM clusters WHERE members = 2").fetchone()[0] == 1
+        assert rows(db, "SELECT COUNT(*) FROM articles") == [(3,)]
+        assert rows(db, "SELECT COUNT(*) FROM clusters WHERE members = 2") == [(1,)]
     finally:
         server.terminate()
         server.wait(timeout=30)

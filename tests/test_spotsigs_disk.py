@@ -409,21 +409,102 @@ def test_the_token_directory_finds_what_a_binary_search_finds(shape):
         np.searchsorted(tokens, needles).tolist()
 
 
-def test_a_segment_written_without_a_token_directory_gets_one_and_answers_the_same(tmp_path):
-    corpus = Corpus(seed=41)
-    docs = [corpus.next() for _ in range(300)]
-    index = open_index(tmp_path / "near", max_segment_docs=300)
-    index.bulk_add_arrays(np.arange(300, dtype=np.int64), np.full(300, 9000), *as_arrays(docs))
-    queries = [corpus.next() for _ in range(60)]
-    before = [searched(index, query) for query in queries]
-    index.close()
-    written = sorted((tmp_path / "near").glob("seg-*/token_directory.npy"))
-    assert written
-    for path in written:  # as a segment of the previous release
+SEGMENT_FILES = ["keys.npy", "spot_offsets.npy", "spots.npy", "counts.npy", "tokens.npy", "full_offsets.npy",
+                 "full_docs.npy", "prefix_offsets.npy", "prefix_docs.npy", "prefix_pos.npy", "lengths.npy",
+                 "token_directory.npy", "times", "deleted"]
+
+
+def damage(path: Path, how: str) -> None:
+    """Damage a file as a disk or a person might: cut, written over in place with random bytes or zeros (its
+    size kept), or deleted."""
+    size = path.stat().st_size
+    if how == "cut":
+        os.truncate(path, size // 2)
+    elif how == "deleted":
         path.unlink()
-    reopened = open_index(tmp_path / "near", max_segment_docs=300, store_mark=299)
-    assert [searched(reopened, query) for query in queries] == before
-    assert sorted((tmp_path / "near").glob("seg-*/token_directory.npy")) == written
+    else:
+        with open(path, "r+b") as handle:  # in place: the same inode, as a disk error or a stray write leaves it
+            handle.write(os.urandom(size) if how == "random bytes" else bytes(size))
+
+
+@pytest.mark.parametrize("how", ["cut", "random bytes", "zeroed", "deleted"])
+@pytest.mark.parametrize("file", SEGMENT_FILES)
+def test_a_damaged_segment_file_is_named_and_never_used(tmp_path, file, how):
+    """Every file of a segment is verified against its checksum in the manifest at open, whatever the damage;
+    times and deleted are those of the last checkpoint (written anew under another name each time)."""
+    from newsdedup.dedup.durable import StateDamaged
+
+    corpus = Corpus(seed=41)
+    index = open_index(tmp_path / "near", max_segment_docs=300)
+    index.bulk_add_arrays(np.arange(300, dtype=np.int64), np.full(300, 9000), *as_arrays(
+        [corpus.next() for _ in range(300)]))
+    index.touch(5, time=9500)  # times rewritten at the next checkpoint
+    index.checkpoint()
+    index.close()
+    manifest = json.loads((tmp_path / "near" / "MANIFEST.json").read_text())
+    [segment] = manifest["segments"]
+    name = segment["saved"][file] if file in ("times", "deleted") else file
+    assert name in segment["checksums"] and name != f"{file}.npy" or file not in ("times", "deleted")
+    assert sorted(p.name for p in (tmp_path / "near" / segment["name"]).iterdir()) == sorted(segment["checksums"])
+    target = tmp_path / "near" / segment["name"] / name
+    damage(target, how)
+    with pytest.raises(StateDamaged) as raised:
+        open_index(tmp_path / "near", max_segment_docs=300, store_mark=299)
+    assert raised.value.path == target
+
+
+@pytest.mark.parametrize("how", ["cut", "random bytes", "deleted", "one figure changed"])
+def test_a_damaged_manifest_is_named_and_never_used(tmp_path, how):
+    from newsdedup.dedup.durable import StateDamaged
+
+    corpus = Corpus(seed=43)
+    index = open_index(tmp_path / "near")
+    for key in range(100):
+        index.add(key, corpus.next(), time=9000)
+    index.checkpoint()
+    index.close()
+    target = tmp_path / "near" / "MANIFEST.json"
+    if how == "one figure changed":  # valid JSON still: only the checksum tells
+        target.write_text(target.read_text().replace('"high_water_mark": 99', '"high_water_mark": 98'))
+    elif how == "deleted":  # a new, empty index: the caller that knows a state was saved tells it apart
+        target.unlink()
+        assert len(open_index(tmp_path / "near")) == 0
+        return
+    else:
+        damage(target, how)
+    with pytest.raises(StateDamaged) as raised:
+        open_index(tmp_path / "near", store_mark=99)
+    assert raised.value.path == target
+
+
+@pytest.mark.parametrize("how", ["cut", "random bytes", "zeroed", "deleted"])
+def test_a_log_damaged_before_the_bytes_its_caller_saved_is_named(tmp_path, how):
+    """Records after the last checkpoint live in the log; the bytes sync_log made durable (and the caller saved
+    its marks after) must read back whole; a torn record after them is a crash mid-write, cut off as before."""
+    from newsdedup.dedup.durable import StateDamaged
+
+    corpus = Corpus(seed=47)
+    index = open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000, auto_checkpoint=False)
+    for key in range(60):
+        index.add(key, corpus.next(), time=9000)
+    synced = index.sync_log()
+    index.add(60, corpus.next(), time=9000)  # after the save: may be torn
+    index.close()
+    log = tmp_path / "near" / synced[0]
+    assert synced[1] < log.stat().st_size
+    with open(log, "r+b") as handle:  # a torn last record is cut off, not damage
+        handle.truncate(log.stat().st_size - 3)
+    reopened = open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000, auto_checkpoint=False, log_synced=synced)
+    assert len(reopened) == 60
+    synced = reopened.sync_log()  # reopening wrote the records into a segment and started a new log
+    for key in range(61, 70):
+        reopened.add(key, corpus.next(), time=9000)
+    synced = reopened.sync_log()
+    reopened.close()
+    damage(tmp_path / "near" / synced[0], how)
+    with pytest.raises(StateDamaged) as raised:
+        open_index(tmp_path / "near", flush_docs=1000, max_segment_docs=1000, auto_checkpoint=False, log_synced=synced)
+    assert raised.value.path == tmp_path / "near" / synced[0]
 
 
 @pytest.mark.parametrize("with_doc_position", [True, False])
@@ -503,7 +584,7 @@ def test_a_segment_built_a_chunk_at_a_time_equals_one_built_in_one_piece(tmp_pat
             np.array([spot for items in spots for spot, _ in items], dtype=np.uint64),
             np.array([count for items in spots for _, count in items], dtype=np.uint32)), TAU, CONTAINMENT)
         for name, values in expected.items():
-            got = np.load(segment.folder / f"{name}.npy")
+            got = np.load(segment.folder / segment.saved.get(name, f"{name}.npy"))  # times, deleted: the saved ones
             assert got.dtype == values.dtype, name
             assert np.array_equal(got, values), name
 

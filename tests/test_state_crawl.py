@@ -4,22 +4,18 @@ with the state decides every page as one that rebuilds its indexes at each start
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import time
 
-from conftest import REPO_ROOT
 from faultsite import FaultSite, count, kill, run_crawl, start_crawl
 from newsdedup.crawl.dupefilter import url_key
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
-from newsdedup.dedup.store_state import WindowState
+from newsdedup.dedupstore.state import WindowState
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.run import retention
 from newsdedup.storage import open_store
-from state_helpers import rebuilt_centres, rebuilt_fingerprints, saved_state, stored_urls
+from state_helpers import export, rebuilt_centres, rebuilt_fingerprints, saved_state, stored_urls
 
 # 90 articles: 1-70 distinct stories, 71-90 reprints of 1-20 (even: exact, odd: near), fetched last.
 REPRINTS = {n: (n - 70, "exact" if n % 2 == 0 else "near") for n in range(71, 91)}
@@ -68,19 +64,6 @@ def test_kill_9_while_writing_then_a_restart_leaves_the_state_equal_to_a_rebuild
             assert all(fingerprint in exact for fingerprint in rebuilt_fingerprints(store, since=since))
             assert all(url_key(url) in urls for url in stored_urls(store))
         index.close()
-
-
-def export(db) -> dict[str, tuple]:
-    """Each page's (status, similarity, story), its story as the set of its pages (a story's first page depends on
-    the order concurrent fetches arrive in; which pages make a story does not)."""
-    result = subprocess.run([sys.executable, "-m", "newsdedup.cli", "export", "--storage", f"sqlite:///{db}"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-    rows = [json.loads(line) for line in result.stdout.splitlines()]
-    stories: dict[int, set[str]] = {}
-    for row in rows:
-        stories.setdefault(row["cluster_id"], set()).add(row["url"].split("/", 3)[3])
-    return {row["url"].split("/", 3)[3]: (row["status"], row["similarity"], frozenset(stories[row["cluster_id"]]))
-            for row in rows}
 
 
 def test_a_crawl_with_the_persisted_state_decides_as_one_that_rebuilds_it(tmp_path):

@@ -1,10 +1,16 @@
-"""The persisted dedup state (newsdedup.dedup.store_state) against the store it caches, on SQLite and PostgreSQL:
+"""The persisted dedup state (newsdedup.dedupstore.state) against the store it caches, on SQLite and PostgreSQL:
 behind the store it catches up, ahead of it it is rolled back, the retention window expires from it without a
 rebuild, and a state it cannot use is built again. Each check compares with what a rebuild from the store holds."""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import random
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
@@ -13,7 +19,7 @@ import pytest
 from newsdedup.clock import utc_iso
 from newsdedup.dedup.features import FeatureConfig, pack_spots
 from newsdedup.dedup.single_pass import NearSettings
-from newsdedup.dedup.store_state import UrlState, WindowState, seconds
+from newsdedup.dedupstore.state import FolderBusy, UrlState, WindowState, seconds
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
@@ -222,7 +228,7 @@ def test_a_state_built_otherwise_or_damaged_is_built_again_from_the_store(tmp_pa
         window.close()
         (state / "near" / "MANIFEST.json").write_text("{not json")
         window, report = open_window(state, store, days_ago(60), 1e-5, spotsigs_tau=0.6)
-        assert report.rebuilt
+        assert report.rebuilt_parts == ["near"] and not report.rebuilt  # the exact filter was kept
         assert window.near.documents() == rebuilt_centres(store, since=days_ago(60))
         window.close()
 
@@ -247,3 +253,114 @@ def test_a_state_folder_it_cannot_write_leaves_the_crawl_rebuilding_from_the_sto
         assert indexes.engine.exact_verdict("again", Writer.fingerprint(3, 0)) is not None
         indexes.after_commit(store)
         indexes.close()
+
+
+def damage(path, how: str) -> None:
+    """Damage a file as a disk or a person might: cut, written over in place with random bytes (its size kept), or
+    deleted."""
+    size = path.stat().st_size
+    if how == "cut":
+        os.truncate(path, size // 2)
+    elif how == "deleted":
+        path.unlink()
+    else:
+        with open(path, "r+b") as handle:
+            handle.write(os.urandom(size))
+
+
+#: Each kind of file of a state folder, found by a pattern, and the part a damage to it builds again.
+STATE_FILES = {
+    "exact Bloom generation": ("exact/g*.bits", "exact"),
+    "exact manifest": ("exact/MANIFEST.json", "exact"),
+    "near segment spots": ("near/seg-*/spots.npy", "near"),
+    "near segment times": ("near/seg-*/times-*.npy", "near"),
+    "near segment prefix lists": ("near/seg-*/prefix_docs.npy", "near"),
+    "near log": ("near/log-*", "near"),
+    "near manifest": ("near/MANIFEST.json", "near"),
+    "window manifest": ("window.json", "window"),
+    "URL Bloom generation": ("urls/g*.bits", "urls"),
+    "URL manifest": ("urls/MANIFEST.json", "urls"),
+    "urls manifest": ("urls.json", "urls"),
+}
+
+
+@pytest.mark.parametrize("how", ["cut", "random bytes", "deleted"])
+@pytest.mark.parametrize("kind", list(STATE_FILES))
+def test_a_damaged_state_file_is_named_and_its_part_built_again_from_the_store(store_uri, tmp_path, caplog, kind, how):
+    """Whatever file of the state is damaged, its size kept or not: a warning names it, that part (only) is built
+    again from the store, and the state holds what a rebuild holds."""
+    since = days_ago(30)
+    state = tmp_path / "state"
+    with open_store(store_uri) as store:
+        writer = Writer(store)
+        ids = first_rows(store, writer)
+        window, _ = open_window(state, store, since)
+        window.checkpoint()
+        window.close()
+        urls, _ = open_urls(state, store, since)
+        urls.close()
+        writer.centre("c10", 2, 10)  # taken in at the next open: into the near index's log, not a segment
+        writer.near_copy("n2", 1, 2, ids[2])
+        store.flush()
+        window, _ = open_window(state, store, since)
+        window.close()
+        assert (state / "near").glob("log-*") and json.loads((state / "window.json").read_text())["near_log"][1] > 0
+        writer.centre("c11", 1, 11)  # and a row the state has not seen
+        store.flush()
+
+        pattern, part = STATE_FILES[kind]
+        target = sorted(state.glob(pattern), key=lambda path: path.stat().st_size)[-1]
+        damage(target, how)
+        caplog.clear()
+        caplog.set_level(logging.INFO, logger="newsdedup.dedupstore.state")
+        if part == "urls":
+            urls, report = open_urls(state, store, since)
+            assert report.rebuilt
+            assert all(url in urls for url in stored_urls(store))
+            urls.close()
+        else:
+            window, report = open_window(state, store, since)
+            if part == "window":
+                assert report.rebuilt
+            else:
+                assert report.rebuilt_parts == [part] and not report.rebuilt
+            assert_equals_rebuild(window, store, since)
+            window.close()
+        warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert len(warnings) == 1 and str(target) in warnings[0], caplog.text
+
+
+def test_a_second_process_cannot_take_a_state_folder_until_the_first_lets_go(tmp_path):
+    """The folder's lock: another process waits, then gets FolderBusy naming the holder; a holder killed with
+    kill -9 lets go at once (the kernel drops its lock)."""
+    state = tmp_path / "state"
+    with open_store(f"sqlite:///{tmp_path / 'db.sqlite'}") as store:
+        first_rows(store, Writer(store))
+        window, _ = open_window(state, store, days_ago(30))
+        window.close()
+        holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from pathlib import Path
+            from newsdedup.dedup.durable import lock_folder
+            lock_folder(Path({str(state)!r}))
+            print("held", flush=True)
+            sys.stdin.read()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline() == "held\n"
+            with pytest.raises(FolderBusy, match=f"pid {holder.pid}"):
+                WindowState.open(state, store, FEATURES, NEAR, exact_error_rate=1e-6, retention_days=30,
+                                 since=days_ago(30), lock_wait=0.2)
+            with pytest.raises(FolderBusy):
+                UrlState.open(state, store, error_rate=1e-7, retention_days=30, since=days_ago(30), key=str,
+                              lock_wait=0)
+        finally:
+            holder.kill()
+            holder.wait()
+            holder.stdin.close()
+            holder.stdout.close()
+        window, report = open_window(state, store, days_ago(30))  # kill -9 released it
+        urls, _ = open_urls(state, store, days_ago(30))  # the same process shares its hold
+        assert not report.rebuilt
+        window.close()
+        urls.close()

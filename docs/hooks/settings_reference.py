@@ -1,10 +1,10 @@
-"""The settings reference of docs/settings.md, generated from the defaults module at build time.
+"""The settings reference of docs/settings.md, generated from the defaults module.
 
 The defaults module (``newsdedup/defaults.py``) is the one place a ``NEWSDEDUP_*`` default is written. Its
 comments are the descriptions: a ``# -- Heading --`` line starts a group, and the comment lines directly above a
-setting, with one beside it, describe that setting. An MkDocs hook (``hooks:`` in mkdocs.yml) puts the table where
-docs/settings.md has the marker line, so the page cannot drift from the code; ``tests/test_readme.py`` builds the
-same table with :func:`settings_reference` and checks it covers every setting the module defines.
+setting, with one beside it, describe that setting. ``docs/hooks/regions.py`` writes the table into docs/settings.md
+(between its ``settings-reference`` markers), so GitHub shows it too, and tests/test_docs.py fails when it is stale;
+``tests/test_readme.py`` checks it covers every setting the module defines.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = "<!-- settings-reference -->"
+MARKER = "<!-- settings-reference -->"  # the region's start (docs/hooks/regions.py)
 DEFAULTS_MODULE = Path(__file__).resolve().parents[2] / "newsdedup" / "defaults.py"
 PREFIX = "NEWSDEDUP_"
 HEADING = re.compile(r"^--\s*(.+?)\s*--$")
@@ -71,8 +71,3 @@ def settings_reference(path: Path = DEFAULTS_MODULE) -> str:
         out.append(f"| `{setting.name}` | `{setting.default}` | {description} |")
     return "\n".join(out).lstrip("\n") + "\n"
 
-
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs hook signature)
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, settings_reference())

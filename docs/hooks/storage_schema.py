@@ -1,7 +1,8 @@
-"""docs/storage.md's schema listing, generated at build time from the SQL the store runs.
+"""docs/storage.md's schema listing and schema version, generated from the SQL the store runs.
 
-The marker line in the page becomes the SQLite schema (``newsdedup.storage.sqlite.SCHEMA``, the same
-``CREATE TABLE`` statements PostgreSQL gets with its own column types), and the version marker the schema version, so the page cannot drift from the code.
+``docs/hooks/regions.py`` writes the SQLite schema (``newsdedup.storage.sqlite.SCHEMA``, the same ``CREATE TABLE``
+statements PostgreSQL gets with its own column types) and the schema version into the page's regions, so the page
+reads the same on GitHub and cannot drift from the code (tests/test_docs.py fails when it is stale).
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-MARKER = "<!-- storage-schema -->"
-VERSION_MARKER = "<!-- schema-version -->"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,10 +31,3 @@ def schema_version() -> str:
 
     return str(SCHEMA_VERSION)
 
-
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs hook signature)
-    if MARKER in markdown:
-        markdown = markdown.replace(MARKER, storage_schema())
-    if VERSION_MARKER in markdown:
-        markdown = markdown.replace(VERSION_MARKER, schema_version())
-    return markdown

@@ -42,19 +42,9 @@ from lxml import etree
 
 from newsdedup import defaults
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
-from newsdedup.extract.extractor import Article, SkipPage, extract_article
+from newsdedup.extract.extractor import Article, ExtractOptions, SkipPage, extract_article
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ExtractOptions:
-    """Picklable extraction settings handed to workers with each page."""
-
-    min_chars: int = defaults.NEWSDEDUP_EXTRACT_MIN_CHARS
-    brief_chars: int = defaults.NEWSDEDUP_EXTRACT_BRIEF_CHARS
-    max_bytes: int = defaults.NEWSDEDUP_EXTRACT_MAX_BYTES
-    keep_shared_prose: bool = True  # False when a template failure is retried (see strip_boilerplate)
 
 
 @dataclass

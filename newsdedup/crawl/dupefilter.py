@@ -3,7 +3,7 @@
 Scheduled monitoring runs fetch the start and list pages every time, but an article URL that an
 earlier run already handled (stored, recorded as a repeat, or skipped or failed and not yet due for
 another try, see :mod:`newsdedup.run.retry`) is not fetched again. The URLs are in a Bloom filter kept in the
-store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedup.store_state.UrlState`: caught up from the
+store's state folder (``NEWSDEDUP_STATE_DIR``, :class:`newsdedup.dedupstore.state.UrlState`: caught up from the
 store when the crawl opens, the run's URLs taken in when it closes) or, with ``none``, read from the article
 store when the crawl opens into a Bloom filter sized for twice the stored count at
 ``NEWSDEDUP_URLFILTER_ERROR_RATE`` (default 1e-7, so fewer than one new article in a million is
@@ -38,6 +38,7 @@ from newsdedup.run import options
 from newsdedup.run import retention
 from newsdedup.run import runstats
 from newsdedup.storage import open_store
+from newsdedup.storage.base import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -132,12 +133,16 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
         return len(urls)
 
     def _persisted_urls(self, store, since: str | None) -> int | None:
-        """The URLs from the state folder (newsdedup.dedup.store_state.UrlState), caught up with the store."""
-        from newsdedup.dedup.store_state import UrlState
+        """The URLs from the state folder (newsdedup.dedupstore.state.UrlState), caught up with the store."""
+        from newsdedup.dedupstore.state import FolderBusy, UrlState
 
         try:
             self.seen_articles, report = UrlState.open(self.state_dir, store, error_rate=self.error_rate,
                                                        retention_days=self.retention_days, since=since, key=url_key)
+        except FolderBusy as exc:  # another process writes the folder: left alone for this run
+            logger.warning("URL filter state: %s; read from the store for this run", exc)
+            self.state_dir = None
+            return None
         except OSError as exc:  # a folder it cannot write: this run reads the URLs, as without one
             logger.error("URL filter state in %s unusable (%s): read from the store for this run", self.state_dir, exc)
             self.state_dir = None
@@ -159,9 +164,14 @@ class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
             try:
                 if self.state_dir is not None and self.seen_articles is not None:
                     self.seen_articles.sync(self.store, force_save=True)  # this run's URLs: not read at the next start
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 logger.error("URL filter state in %s not saved (%s): the next crawl catches up", self.state_dir, exc)
             finally:
-                self.store.close()
+                if self.state_dir is not None and self.seen_articles is not None:
+                    self.seen_articles.close()  # releases the state folder's lock
+                try:
+                    self.store.close()
+                except StoreError as exc:  # a read-only use: nothing pending to lose
+                    logger.warning("%s", exc)
                 self.store = None
         return super().close(reason)

@@ -2,7 +2,7 @@
 index of the stored stories.
 
 They are caches of the store, the truth. With a state folder (``state_dir``, ``NEWSDEDUP_STATE_DIR``) the exact
-filter and SpotSigs' near index persist there (:mod:`newsdedup.dedup.store_state`), and the passage-reuse index in
+filter and SpotSigs' near index persist there (:mod:`newsdedup.dedupstore.state`), and the passage-reuse index in
 its ``reuse/`` (:meth:`newsdedup.crawl.reuse_index.StoryReuse.open`, saved when the crawl closes): :meth:`DedupIndexes.rebuild`
 opens them (rolled back or caught up to the store, expired to the retention window) instead of rebuilding them,
 and :meth:`DedupIndexes.after_commit` takes in each batch the store commits. Without one, and for the other
@@ -21,10 +21,10 @@ from newsdedup.crawl.reuse_index import StoryReuse
 from newsdedup.dedup.engine import DedupEngine, ExactStage
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
-from newsdedup.dedup.store_engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
-from newsdedup.dedup.store_state import PendingBloom, PendingSpotSigsIndex, WindowState
+from newsdedup.dedupstore.engine import clusterer_from_store, engine_from_store, save_engine_state, store_confirm
+from newsdedup.dedupstore.state import FolderBusy, PendingBloom, PendingSpotSigsIndex, WindowState
 from newsdedup.run import retention
-from newsdedup.storage.base import ArticleStore
+from newsdedup.storage.base import ArticleStore, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +59,15 @@ class DedupIndexes:
         since = retention.window_start(self.retention_days)  # None: remember every stored story
         self.close()
         opened = None
-        if self.state_dir is not None:
+        state_dir = self.state_dir  # None for this run when another process holds it
+        if state_dir is not None:
             try:
                 opened = self._open_state(store, stats, since)
+            except FolderBusy as exc:  # another writer still closing it, or another crawl of the store
+                logger.warning("dedup state: %s; this run keeps its indexes in memory, rebuilt from the store, and "
+                               "leaves the folder alone", exc)
+                stats.set_value("newsdedup/state/busy", 1)
+                state_dir = None
             except OSError as exc:  # a folder it cannot write: this run rebuilds, as without one
                 logger.error("dedup state in %s unusable (%s): rebuilt from the store for this run", self.state_dir, exc)
                 self.close()
@@ -70,7 +76,7 @@ class DedupIndexes:
             self.engine = rebuilt.engine
             opened = rebuilt.known_fingerprints, rebuilt.known_centres
         known_fingerprints, known_centres = opened
-        self.reuse = StoryReuse.open(store, None if self.state_dir is None else self.state_dir / "reuse",
+        self.reuse = StoryReuse.open(store, None if state_dir is None else state_dir / "reuse",
                                      since=since) if self.reuse_enabled else None
         stats.set_value("newsdedup/exact/known_fingerprints", known_fingerprints)
         stats.set_value("newsdedup/near/known_centres", known_centres)
@@ -94,9 +100,11 @@ class DedupIndexes:
         self.engine = DedupEngine(exact, clusterer)
         stats.set_value("newsdedup/state/opened_s", round(report.opened_s, 3))
         stats.set_value("newsdedup/state/caught_up_rows", report.caught_up_rows)
-        stats.set_value("newsdedup/state/rebuilt", int(report.rebuilt))
+        stats.set_value("newsdedup/state/rebuilt", int(report.rebuilt or bool(report.rebuilt_parts)))
         logger.info("dedup state in %s %s in %.2f s, %d rows caught up%s", self.state_dir,
-                    "built from the store" if report.rebuilt else "opened", report.opened_s, report.caught_up_rows,
+                    "built from the store" if report.rebuilt else
+                    f"opened ({', '.join(report.rebuilt_parts)} built again: damaged)" if report.rebuilt_parts else
+                    "opened", report.opened_s, report.caught_up_rows,
                     " (it was ahead of the store: rolled back)" if report.rolled_back else "")
         return window.known_fingerprints, known_centres
 
@@ -122,13 +130,13 @@ class DedupIndexes:
         if self.reuse is not None:
             try:
                 self.reuse.checkpoint()
-            except OSError as error:  # the next start rebuilds it, or catches up from the previous snapshot
+            except (OSError, StoreError) as error:  # the next start rebuilds it, or catches up from the last snapshot
                 logger.error("passage-reuse index not saved: %s", error)
         if self.window is not None:
             try:
                 if self.following:
                     self.window.checkpoint()
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 logger.error("dedup state in %s not saved (%s): the next crawl catches up from the store",
                              self.state_dir, exc)
             finally:

@@ -15,7 +15,8 @@ brought level with the store, the truth:
 
 * the snapshot's *mark* is the store's last committed article id when it was written; a store whose last id is
   below it (restored from a backup, another database) gets a full rebuild, as does a snapshot that cannot be
-  read or was written with other winnowing parameters;
+  read or was written with other winnowing parameters, and one with a file missing or damaged (each file's
+  checksum is verified before use: a warning names the file);
 * stories the snapshot holds above its mark (indexed while their batch was still open: the crawl stopped before
   the commit) are dropped, then the centres stored after the mark are read and indexed (the catch-up);
 * the retention window is the store's: the stories whose cluster is no longer active since the window's start
@@ -32,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from newsdedup.dedup.reuse import ReuseTracker, SnapshotError
+from newsdedup.dedup.reuse import QUOTED_BY, ReuseTracker, SnapshotDamaged, SnapshotError
 from newsdedup.dedup.status import UNIQUE
 from newsdedup.storage.base import ArticleRecord, ArticleStore, ReuseRecord
+from newsdedup.storage.origin import FETCHED, date_of
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ class StoryReuse:
     def __init__(self, store: ArticleStore, tracker: ReuseTracker | None = None, *, folder: Path | None = None,
                  since: str | None = None) -> None:
         self.store = store
-        self.tracker = tracker if tracker is not None else ReuseTracker(text_of=_text_reader(store))
+        self.tracker = tracker if tracker is not None else ReuseTracker(**_readers(store))
         self.folder = folder  # where checkpoint() saves the index; None: never saved
         self.since = since  # the window's start when the crawl opened: the index holds the stories active since
 
@@ -70,9 +72,10 @@ class StoryReuse:
             return cls.rebuild(store, since=since)
         started = time.perf_counter()
         try:
-            tracker, meta = ReuseTracker.open(folder, text_of=_text_reader(store))
-        except SnapshotError as error:
-            logger.info("passage-reuse index: %s; rebuilding it from the store", error)
+            tracker, meta = ReuseTracker.open(folder, **_readers(store))
+        except SnapshotError as error:  # a damaged file is a warning naming it; none yet (a first crawl) is not
+            logger.log(logging.WARNING if isinstance(error, SnapshotDamaged) else logging.INFO,
+                       "passage-reuse index: %s; rebuilding it from the store", error)
             return cls.rebuild(store, since=since, folder=folder)
         mark, last = meta.get("mark"), store.last_article_id()
         if not isinstance(mark, int) or mark > last:
@@ -121,28 +124,52 @@ class StoryReuse:
         self.tracker.save(self.folder, extra={"mark": self.store.last_article_id(), "since": self.since})
         logger.debug("passage-reuse index saved to %s in %.2f s", self.folder, time.perf_counter() - started)
 
-    def find(self, text: str, *, story: int | None) -> list[ReuseRecord]:
-        """What ``text`` reuses of the stored stories other than its own ``story`` (a near duplicate's cluster: a
-        reprint is not a quotation of what it reprints), most characters first."""
-        found = self.tracker.find(text, exclude=() if story is None else (story,))
+    def find(self, text: str, *, story: int | None, url: str | None = None, site: str | None = None,
+             title: str | None = None, published_at: str | None = None, fetched_at: str | None = None
+             ) -> list[ReuseRecord]:
+        """The passages ``text`` shares with the stored stories other than its own ``story`` (a near duplicate's
+        cluster: a reprint is not a quotation of what it reprints), most characters first. ``site`` and ``title``
+        tell the site's boilerplate (never a relation); the page's publication time (``published_at``, checked as
+        the origin checks it, :func:`~newsdedup.storage.origin.date_of`) says which of the two quotes the other: a
+        record of a stored story published after the page is ``quoted_by`` (that story quotes the page)."""
+        published = published_time(published_at, fetched_at, url) if fetched_at else None
+        found = self.tracker.find(text, exclude=() if story is None else (story,), published=published,
+                                  group=site, title=title)
         # Ties in characters in the order of the ids as text, as when the index held them as strings.
         found.sort(key=lambda reuse: (-reuse.chars, str(reuse.source)))
-        return [ReuseRecord(reuse.source, self.store.url_of(reuse.source) or "", reuse.chars,
-                            reuse.fraction, reuse.source_fraction,
-                            tuple((p.start, p.length, p.source_start, p.source_length, p.chars) for p in reuse.passages))
-                for reuse in found]
+        records = []
+        for reuse in found:
+            passages, fraction, source_fraction = reuse.quoting_view()
+            records.append(ReuseRecord(
+                reuse.source, self.store.url_of(reuse.source) or "", reuse.chars, fraction, source_fraction,
+                tuple((p.start, p.length, p.source_start, p.source_length, p.chars) for p in passages),
+                basis=reuse.basis, quoted_by=reuse.direction == QUOTED_BY))
+        return records
 
     def add(self, record: ArticleRecord) -> None:
         """Index a stored article when it starts a story (a near duplicate's text is its story's already)."""
         if record.status == UNIQUE:
-            self.tracker.add(record.id, record.text, record.fetched_at)
+            self.tracker.add(*_story(record))
 
 
-def _stories(records: Iterable[ArticleRecord]) -> Iterator[tuple[int, str, str]]:
-    """Stored centres as the tracker takes them: (story id, text, time)."""
-    return ((record.id, record.text, record.fetched_at) for record in records)
+def published_time(published_at: str | None, fetched_at: str, url: str | None) -> str | None:
+    """When a page counts as published for ordering quotations: its own plausible publication time (to the day
+    when it gives only the day), None when it gives none (the arrival order decides then)."""
+    dated = date_of(published_at, fetched_at, url)
+    return None if dated.basis == FETCHED else dated.at
 
 
-def _text_reader(store: ArticleStore):
+def _story(record: ArticleRecord) -> tuple:
+    """A stored centre as the tracker takes it: (story id, text, time, publication time, site, title)."""
+    return (record.id, record.text, record.fetched_at, published_time(record.published_at, record.fetched_at,
+                                                                       record.url), record.site, record.title)
+
+
+def _stories(records: Iterable[ArticleRecord]) -> Iterator[tuple]:
+    return map(_story, records)
+
+
+def _readers(store: ArticleStore) -> dict:
     # A story's id that is not in the store (its page's record never committed) reads as an empty text.
-    return lambda story_id: store.article_text(int(story_id)) or ""
+    return {"text_of": lambda story_id: store.article_text(int(story_id)) or "",
+            "title_of": lambda story_id: store.article_title(int(story_id))}

@@ -15,12 +15,16 @@ logging and stats stay Scrapy's.
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.http import Request
 from scrapy.robotstxt import RobotParser
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
 
 
 class RobotsTxtEveryWaiterMiddleware(RobotsTxtMiddleware):
@@ -30,6 +34,9 @@ class RobotsTxtEveryWaiterMiddleware(RobotsTxtMiddleware):
         pending = self._parsers.get(urlparse_cached(request).netloc)
         if not isinstance(pending, Deferred):  # not asked yet (this request fetches it), or already known
             return await super().robot_parser(request)
+        # Counted and logged: how many requests a run's first robots.txt fetches held (tests wait for these lines).
+        self.crawler.stats.inc_value("robotstxt/waited")
+        logger.debug("%s waits for the robots.txt of %s", request, urlparse_cached(request).netloc)
         own: Deferred[RobotParser | None] = Deferred()
 
         def pass_on(parser: RobotParser | None) -> RobotParser | None:

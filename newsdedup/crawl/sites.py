@@ -101,6 +101,7 @@ class SiteConfig:
     remove_selectors: tuple[str, ...]
     sources: tuple[ListSource, ...] = ()
     canonical: CanonicalRules = IDENTITY
+    max_source_pages: int = DEFAULT_MAX_PAGES  # also the limit of a start URL that is a feed or sitemap
 
     def is_article(self, url: str) -> bool:
         """Whether ``url`` is an article page of this portal (whole-URL match, see module doc)."""
@@ -144,7 +145,7 @@ def load_sites(
         data = source.read_bytes()
     except FileNotFoundError:
         raise SiteConfigError(
-            f"{source}: site file not found; pass an existing TOML file (-a sites=PATH) "
+            f"{source}: site file not found; pass an existing TOML file (--sites PATH) "
             f"or omit it to use the packaged default"
         ) from None
     except OSError as exc:
@@ -276,6 +277,7 @@ def _parse_entry(entry: Any, *, source: str, index: int) -> SiteConfig:
         remove_selectors=remove_selectors,
         sources=sources,
         canonical=canonical,
+        max_source_pages=max_pages,
     )
 
 

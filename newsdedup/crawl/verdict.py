@@ -20,7 +20,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from newsdedup.clock import utc_iso, utc_now
-from newsdedup.crawl import scheduler
+from newsdedup.crawl import run_alerts, scheduler
 from newsdedup.crawl.outputs import OutputWatch, feed_storage_failures
 from newsdedup.crawl.pipelines.analyse import AnalysePipeline
 from newsdedup.crawl.pipelines.state import CrawlState
@@ -80,9 +80,13 @@ class RunVerdict:
                 fetched=tally.fetched, stored=tally.stored, repeats=tally.repeats, skipped=tally.skipped_total,
                 failed=tally.failed_total,
             ))
+        if state.settings.alerts and (state.distributed is None or state.distributed.writer is not None):
+            run_alerts.send_after_run(state.store, state.settings.alerts, state.settings.desk_url, stats)
         state.finish(not_saved=not_saved)
         self._set(verdict)
         summary = runstats.format_summary({**stats.get_stats(), "finish_reason": reason}, sites)
+        if (alerts := run_alerts.summary_line(stats.get_stats())) is not None:
+            summary += "\n" + alerts
         logger.log(logging.INFO if verdict.code == ExitCode.OK else logging.WARNING, "%s", summary)
 
     def _set(self, verdict: Verdict) -> None:

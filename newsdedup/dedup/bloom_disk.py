@@ -17,7 +17,8 @@ Generations
 Marks (the store is the truth)
     Every added key names its source (e.g. ``"articles"``) and row id there; rows of a source come in
     ascending order. :meth:`save` writes the changed bit arrays to new files, then replaces the manifest
-    atomically with the last row of each source it covers. :meth:`open` with the store's last committed
+    atomically with the last row of each source it covers and each file's checksum (:meth:`open` verifies
+    them: a damaged file is never used). :meth:`open` with the store's last committed
     rows (``store_marks``) then tells the caller, in :attr:`marks`, from which row of each source to feed
     the store's rows again:
 
@@ -41,7 +42,6 @@ Marks (the store is the truth)
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -50,11 +50,11 @@ from pathlib import Path
 
 import numpy as np
 
-from newsdedup.dedup.durable import fsync_folder, write_durably
+from newsdedup.dedup.durable import StateDamaged, digest, fsync_folder, read_manifest, write_manifest
 
 __all__ = ["PersistedBloomFilter"]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: each bit array's checksum in the manifest, the manifest's own in it
 _MANIFEST = "MANIFEST.json"
 _TIGHTENING = 0.5  # as BoundedBloomFilter: sub-filter i of a generation gets share * 0.5 ** (i + 1)
 _MASK64 = (1 << 64) - 1
@@ -81,6 +81,7 @@ class _Bits:
         self.count = count
         self.dirty = array is None
         self.file: str | None = None
+        self.checksum: str | None = None  # of the file's bytes, as the manifest records it
 
     def positions(self, h1: int, h2: int) -> list[int]:
         return [(h1 + i * h2) % self.size for i in range(self.hashes)]
@@ -162,9 +163,10 @@ class PersistedBloomFilter:
     def open(cls, path: str | Path, *, store_marks: Mapping[str, int] | None = None) -> PersistedBloomFilter:
         """The filter saved in ``path``, rolled back to ``store_marks`` (each source's last committed row;
         None: trust the filter). Raises FileNotFoundError when nothing was saved there (build it from the
-        store with :meth:`create`)."""
+        store with :meth:`create`), :class:`~newsdedup.dedup.durable.StateDamaged` naming a file that is missing
+        or whose bytes are not those saved (its checksum), ValueError for a filter saved otherwise."""
         path = Path(path)
-        manifest = json.loads((path / _MANIFEST).read_text())
+        manifest = read_manifest(path / _MANIFEST)
         if manifest.get("format") != _FORMAT:
             raise ValueError(f"{path}: Bloom filter format {manifest.get('format')} is not {_FORMAT}: delete the "
                              f"folder to rebuild it from the store")
@@ -176,13 +178,19 @@ class PersistedBloomFilter:
         for saved in manifest["generation_list"]:
             generation = _Generation(saved["start"], rows={s: list(r) for s, r in saved["rows"].items()})
             for part in saved["filters"]:
-                array = np.fromfile(path / part["file"], dtype=np.uint8)
+                try:
+                    array = np.fromfile(path / part["file"], dtype=np.uint8)
+                except FileNotFoundError:
+                    raise StateDamaged(path / part["file"], "missing (deleted?)") from None
+                if digest(array) != part.get("checksum"):  # hashed as read: the bytes used are the bytes checked
+                    raise StateDamaged(path / part["file"], f"checksum mismatch (written over, cut or zeroed: "
+                                                            f"{len(array)} bytes)")
                 bits = _Bits(part["capacity"], part["error_rate"], array, part["count"], part["hashes"],
                              part["size"])
                 if len(array) != (bits.size + 7) // 8:
                     raise ValueError(f"{path / part['file']}: {len(array)} bytes, expected {(bits.size + 7) // 8}: "
                                      f"delete the folder to rebuild it from the store")
-                bits.file = part["file"]
+                bits.file, bits.checksum = part["file"], part["checksum"]
                 generation.filters.append(bits)
             bloom._generations[generation.start] = generation
         if store_marks is not None:
@@ -310,18 +318,20 @@ class PersistedBloomFilter:
                         bits.array.tofile(handle)
                         handle.flush()
                         os.fsync(handle.fileno())
-                    bits.file, bits.dirty = name, False
+                    # The bytes just written, hashed from memory; the manifest written next records it.
+                    bits.file, bits.checksum, bits.dirty = name, digest(bits.array), False
         manifest = {
             "format": _FORMAT, "capacity": self.capacity, "error_rate": self.error_rate,
             "generations": self.generations, "generation_seconds": self.generation_seconds,
             "marks": self.marks, "window_start": self.window_start, "version": self._version,
             "generation_list": [
                 {"start": g.start, "rows": g.rows,
-                 "filters": [{"file": b.file, "capacity": b.capacity, "error_rate": b.error_rate,
-                              "hashes": b.hashes, "size": b.size, "count": b.count} for b in g.filters]}
+                 "filters": [{"file": b.file, "checksum": b.checksum, "capacity": b.capacity,
+                              "error_rate": b.error_rate, "hashes": b.hashes, "size": b.size, "count": b.count}
+                             for b in g.filters]}
                 for g in sorted(self._generations.values(), key=lambda g: g.start)],
         }
-        write_durably(self.path / _MANIFEST, lambda handle: handle.write(json.dumps(manifest).encode()))
+        write_manifest(self.path / _MANIFEST, manifest)
         fsync_folder(self.path)
         referenced = {b.file for g in self._generations.values() for b in g.filters} | {_MANIFEST}
         for child in self.path.iterdir():  # older versions and files of an interrupted save

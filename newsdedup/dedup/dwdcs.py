@@ -41,7 +41,8 @@ Where the paper is vague, this module chooses:
   small networks" (§3.3) scores high. ``d`` averages over ordered pairs of distinct nodes.
 - **Cost**: the l + 1 all-pairs shortest-path sums (the network, then without each candidate) are one
   bit-parallel breadth-first search in numpy (every node's reachable set as a bitset, all l + 1 networks
-  side by side), exact and checked against networkx in the tests; beyond ``max_nodes`` node concepts only
+  side by side), exact and checked against networkx in the tests (the network itself is a small
+  :class:`ConceptNetwork`, no graph library); beyond ``max_nodes`` node concepts only
   the most frequent are kept (a cap the paper does not have; it reports 1.7-256 s per page).
 - **Positions** are relative, ``index / number of phrases``, so ``S_thr`` does not depend on the length of
   a page; the j-th occurrences of a concept in the two pages are paired (formula 10).
@@ -80,6 +81,7 @@ from newsdedup import defaults  # the shipped defaults, written there only
 __all__ = [
     "KeyConceptExtractor",
     "KeyConceptIndex",
+    "ConceptNetwork",
     "KeyConcepts",
     "concept_network",
     "concept_units",
@@ -202,39 +204,85 @@ def merge_concepts(
 # The network and its key concepts
 
 
+@dataclass(frozen=True)
+class ConceptNetwork:
+    """An undirected graph of concepts: each node's number of occurrences and its neighbours.
+
+    All DWDCS needs of a graph (nodes, edges, degrees, membership; a ``networkx.Graph`` offers the same to
+    :func:`contribution_scores` and :func:`path_length_sums`, which the tests use to check them), so DWDCS needs no
+    graph library."""
+
+    frequency: Mapping[str, int]
+    neighbours: Mapping[str, frozenset[str]]
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(self.frequency)
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """Each edge once, as (smaller name, larger name)."""
+        return [(node, other) for node in self.frequency for other in sorted(self.neighbours[node]) if node < other]
+
+    def number_of_nodes(self) -> int:
+        return len(self.frequency)
+
+    def degree(self, node: str) -> int:
+        return len(self.neighbours[node])
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.frequency
+
+
 def concept_network(
     concepts: Sequence[str],
     *,
     min_frequency: int = 2,
     window: int = 2,
     max_nodes: int | None = None,
-):
-    """The pruned co-occurrence network of a concept sequence (a ``networkx.Graph``).
+) -> ConceptNetwork:
+    """The pruned co-occurrence network of a concept sequence.
 
     Nodes: concepts occurring at least ``min_frequency`` times (at most ``max_nodes``, the most
-    frequent), with attribute ``frequency``; edges: nodes at most ``window`` positions apart in
+    frequent), with their frequency; edges: nodes at most ``window`` positions apart in
     ``concepts``; then only the largest connected component is kept.
     """
-    nx = _networkx()
     counts = Counter(concepts)
     frequent = [c for c in counts if counts[c] >= min_frequency]
     if max_nodes is not None and len(frequent) > max_nodes:
         frequent = sorted(frequent, key=lambda c: (-counts[c], c))[:max_nodes]
-    nodes = set(frequent)
-    graph = nx.Graph()
-    graph.add_nodes_from((c, {"frequency": counts[c]}) for c in sorted(nodes))
-    sequence = [c if c in nodes else None for c in concepts]
+    links: dict[str, set[str]] = {c: set() for c in sorted(frequent)}
+    sequence = [c if c in links else None for c in concepts]
     for i, concept in enumerate(sequence):
         if concept is None:
             continue
         for other in sequence[i + 1 : i + 1 + window]:
             if other is not None and other != concept:
-                graph.add_edge(concept, other)
-    if graph.number_of_nodes() == 0:
-        return graph
-    components = nx.connected_components(graph)
-    main = min(components, key=lambda part: (-len(part), -sum(counts[c] for c in part), min(part)))
-    return graph.subgraph(main).copy()
+                links[concept].add(other)
+                links[other].add(concept)
+    if not links:
+        return ConceptNetwork({}, {})
+    main = min(_components(links), key=lambda part: (-len(part), -sum(counts[c] for c in part), min(part)))
+    kept = sorted(main)
+    return ConceptNetwork({c: counts[c] for c in kept}, {c: frozenset(links[c]) for c in kept})
+
+
+def _components(links: Mapping[str, set[str]]) -> list[set[str]]:
+    """The connected parts of a graph given as node -> neighbours."""
+    parts: list[set[str]] = []
+    seen: set[str] = set()
+    for start in links:
+        if start in seen:
+            continue
+        part, frontier = {start}, [start]
+        while frontier:
+            for other in links[frontier.pop()]:
+                if other not in part:
+                    part.add(other)
+                    frontier.append(other)
+        seen |= part
+        parts.append(part)
+    return parts
 
 
 def contribution_scores(graph, candidates: Sequence[Hashable]) -> dict[Hashable, float]:
@@ -429,8 +477,7 @@ class KeyConceptExtractor:
         )
         if graph.number_of_nodes() == 0:
             return KeyConcepts((), ())
-        frequency = graph.nodes(data="frequency")
-        degree = graph.degree
+        frequency, degree = graph.frequency, {c: graph.degree(c) for c in graph.nodes}
         hubs = sorted(graph.nodes, key=lambda c: (-degree[c], -frequency[c], c))[: self.hub_candidates]
         scores = contribution_scores(graph, hubs)
         chosen = sorted(hubs, key=lambda c: (-scores[c], -degree[c], -frequency[c], c))[: self.key_concepts]
@@ -574,15 +621,6 @@ class KeyConceptIndex:
 
     def __len__(self) -> int:
         return len(self._pages)
-
-
-@functools.cache
-def _networkx():
-    try:
-        import networkx
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("DWDCS needs networkx: pip install networkx") from exc
-    return networkx
 
 
 @functools.cache

@@ -7,7 +7,7 @@ Pure Python; the caller supplies how to confirm a fingerprint (the article store
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.dedup.bloom import BoundedBloomFilter
@@ -87,6 +87,12 @@ class Verdict:
     """The method's own figure that decided, 4 decimals, named by :attr:`measure`."""
     measure: str | None = None
     """``exact``, ``jaccard``, ``containment`` (SpotSigs), ``hamming`` (Simhash bits apart) or ``cosine`` (DWDCS)."""
+    reuses: tuple[dict, ...] = field(default=(), repr=False)
+    """Passages it shares with earlier stories other than its own (:mod:`newsdedup.dedup.reuse`), most characters
+    first, each in the form ``newsdedup export`` gives (``chars``, ``fraction``, ``source_fraction``, ``passages``,
+    ``basis``) with ``source_id`` the other story's key; ``"quoted_by": true`` when that story, published after
+    this document, quotes it (passages and fractions are then that story's view). Empty for an exact duplicate,
+    and with reuse switched off (:class:`newsdedup.Deduplicator`'s ``reuse``)."""
 
 
 class DedupEngine:
@@ -125,23 +131,26 @@ class DedupEngine:
             return None
         return Verdict(key, EXACT_DUPLICATE, ref.key, ref.cluster_id, 1.0, "exact", 1.0, "exact")
 
-    def near_verdict(self, key: Hashable, features: DocFeatures) -> Verdict:
-        """Single-Pass: join the best matching story (near duplicate) or start one (unique, its own centre)."""
-        assignment = self.clusterer.assign(key, features)
+    def near_verdict(self, key: Hashable, features: DocFeatures, *,
+                     confirm: Callable[[Hashable], bool] | None = None) -> Verdict:
+        """Single-Pass: join the best matching story (near duplicate) or start one (unique, its own centre);
+        ``confirm``: see :meth:`~newsdedup.dedup.single_pass.SinglePassClusterer.assign`."""
+        assignment = self.clusterer.assign(key, features, confirm=confirm)
         match = assignment.match
         if match is None:
             return Verdict(key, UNIQUE, None, assignment.cluster_id, None, self.method)
         return Verdict(key, NEAR_DUPLICATE, assignment.duplicate_of, assignment.cluster_id, round(match.similarity, 4),
                        self.method, round(match.score, 4), match.measure)
 
-    def process(self, key: Hashable, features: DocFeatures) -> Verdict:
+    def process(self, key: Hashable, features: DocFeatures, *,
+                confirm: Callable[[Hashable], bool] | None = None) -> Verdict:
         """Both stages, and the document kept (an engine built :meth:`in_memory`): a later copy of its text is an
         exact duplicate. Over a store, the caller stores the document and adds its fingerprint to :attr:`exact`."""
         if self._first_by_fingerprint is None:
             raise TypeError("process() keeps documents in memory: build the engine with DedupEngine.in_memory()")
         verdict = self.exact_verdict(key, features.fingerprint)
         if verdict is None:
-            verdict = self.near_verdict(key, features)
+            verdict = self.near_verdict(key, features, confirm=confirm)
             self._first_by_fingerprint[features.fingerprint] = ExactRef(key, verdict.cluster_id)
             self.exact.add(features.fingerprint)
         return verdict

@@ -36,6 +36,13 @@ How (the text-reuse recipe of passim and of MOSS, Schleimer, Wilkerson and Aiken
    held by hundreds; an outlet's stock lead for ten reports of one forum still counts).  All four are chosen
    on the tune half of the labelled real pairs (:mod:`newsdedup.evaluation.reuse_scores`).  Passages that are
    mostly not Chinese (``min_cjk``: a page's script or style sheet read as text) do not count.
+5. *Who quotes whom* (issue 34).  The story published first is the quoted one: each story's publication time is
+   indexed with it, and a record whose stored story was published after the new text says so
+   (:attr:`Reuse.direction` ``quoted_by``); unknown or equal times leave the arrival order (:attr:`Reuse.basis`).
+6. *A site's boilerplate* (issue 34).  A passage the new text shares with a story of its own site (``group``) that
+   opens or closes both texts and speaks of neither headline, or without headlines closes both and is held by
+   ``group_sources`` more of the site's stories, is the site's template (a disclaimer, an editor's note), not a
+   relation, long before ``max_sources`` stories hold it (:meth:`ReuseIndex._site_boilerplate`).
 
 >>> report = ("国家统计局今天发布数据，十月份居民消费价格同比上涨百分之二点五，涨幅比上月回落零点一个百分点。"
 ...           "其中食品价格上涨百分之三点三，非食品价格上涨百分之二点三。专家认为物价总体平稳。")
@@ -54,14 +61,13 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import zipfile
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from os.path import commonprefix
 from pathlib import Path
@@ -69,10 +75,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from newsdedup.dedup.durable import fsync_folder, write_durably
+from newsdedup.dedup.durable import StateDamaged, fsync_folder, read_manifest, verify_file, write_durably, write_manifest
 from newsdedup.text.normalize import exact_form_with_offsets
 
-__all__ = ["Passage", "Reuse", "ReuseIndex", "ReuseTracker", "SnapshotError", "qualify", "winnow"]
+__all__ = ["ARRIVAL", "PUBLISHED", "QUOTED_BY", "QUOTES", "Passage", "Reuse", "ReuseIndex", "ReuseTracker",
+           "SnapshotDamaged", "SnapshotError", "qualify", "winnow"]
 
 #: Defaults, chosen on the tune half of the labelled real pairs (``python -m newsdedup.evaluation.reuse_scores``).
 K = 8
@@ -81,12 +88,31 @@ MIN_CHARS = 80
 MIN_PASSAGE = 60
 MIN_FRACTION = 0.08
 MAX_SOURCES = 16
+#: A passage at the edge of both texts (see :data:`EDGE`) made of fingerprints that this many other stored stories of
+#: the new text's own site (or series: its ``group``) hold is that site's boilerplate, however few stories hold it in
+#: all: with the new text, three pages of one site carry it, the site template's own bar
+#: (:data:`newsdedup.extract.template.MIN_PAGES`).
+GROUP_SOURCES = 2
+#: A site's boilerplate stands where a template puts it: it opens or closes the text (an editor's note, a risk
+#: disclaimer, an authorisation line), within this many characters of the text's start or end (or this share of
+#: its length). A same-site passage in the middle of either text (a follow-up repeating yesterday's background, a
+#: statement two reports quote) is never taken for boilerplate.
+EDGE = 20
+EDGE_SHARE = 0.05
+
+#: How a reuse record's direction was decided (:attr:`Reuse.basis`): by the two stories' publication times, or (a
+#: time unknown, or both the same) by the order they arrived in.
+PUBLISHED = "published"
+ARRIVAL = "arrival"
+#: :attr:`Reuse.direction`: the new text quotes the stored story, or the stored story (published later) quotes it.
+QUOTES = "quotes"
+QUOTED_BY = "quoted_by"
 
 #: The saved index's layout (:meth:`ReuseIndex.save`); a change of it, or of how :func:`winnow` hashes, bumps it.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 3  # 2: each file's checksum in the meta file, the meta file's own in it; 3: per-story publication times and groups
 _META = "meta.json"
 _SEGMENT_ARRAYS = {"keys": np.uint64, "seqs": np.uint32, "positions": np.uint32}
-_STORY_ARRAYS = ("ids", "alive", "when", "counts")
+_STORY_ARRAYS = ("ids", "alive", "when", "counts", "published", "groups")
 
 _U64 = np.uint64
 _BASE = _U64(0x100000001B3)  # FNV prime: the polynomial base of the k-gram hash
@@ -171,18 +197,33 @@ class Reuse:
     source_fraction: float
     text_chars: int  # the new text's non-whitespace characters
     source_chars: int  # the source's
+    #: QUOTES: the new text quotes the stored story (published after it, or, times unknown, arriving after it);
+    #: QUOTED_BY: the stored story quotes the new text, which was published first though it arrived later.
+    direction: str = QUOTES
+    basis: str = ARRIVAL  # PUBLISHED: the publication times decided the direction; ARRIVAL: the arrival order did
 
     def as_record(self) -> dict:
         """JSON-ready, one relation: what a store keeps of it (see :class:`ReuseTracker` for the table)."""
         return {"source": self.source, "chars": self.chars, "fraction": self.fraction,
                 "source_fraction": self.source_fraction, "text_chars": self.text_chars,
-                "source_chars": self.source_chars, "passages": [asdict(p) for p in self.passages]}
+                "source_chars": self.source_chars, "passages": [asdict(p) for p in self.passages],
+                "direction": self.direction, "basis": self.basis}
 
     @classmethod
     def from_record(cls, record: Mapping) -> Reuse:
         """The record :meth:`as_record` wrote (read back from a store or an export)."""
         return cls(record["source"], tuple(Passage(**p) for p in record["passages"]), record["chars"],
-                   record["fraction"], record["source_fraction"], record["text_chars"], record["source_chars"])
+                   record["fraction"], record["source_fraction"], record["text_chars"], record["source_chars"],
+                   record.get("direction", QUOTES), record.get("basis", ARRIVAL))
+
+    def quoting_view(self) -> tuple[tuple[Passage, ...], float, float]:
+        """The passages and the two fractions as the quoting story sees them: offsets into the quoting text first,
+        its fraction first (the stored form of a relation, whichever of the two texts arrived first)."""
+        if self.direction == QUOTES:
+            return self.passages, self.fraction, self.source_fraction
+        flipped = tuple(sorted((Passage(p.source_start, p.source_length, p.start, p.length, p.chars)
+                                for p in self.passages), key=lambda p: (p.start, p.source_start)))
+        return flipped, self.source_fraction, self.fraction
 
 
 class _Offsets:
@@ -202,6 +243,14 @@ class _Offsets:
         return i + self._shifts[bisect_right(self._starts, i) - 1]
 
 
+class _About(NamedTuple):
+    """What a caller says of a story besides its text: its publication time, its site (group) and headline."""
+
+    published: datetime | float | str | None = None
+    group: Hashable | None = None
+    title: str | None = None
+
+
 class _Prepared(NamedTuple):
     """A text read once for both a lookup and its indexing."""
 
@@ -209,6 +258,7 @@ class _Prepared(NamedTuple):
     offsets: list[int]  # each of its characters' raw offset
     hashes: np.ndarray  # the winnowed fingerprints
     positions: np.ndarray  # where they are in the normalised text
+    text: str = ""  # the raw text (what passages' offsets index)
 
 
 def _linked(seqs: np.ndarray, q: np.ndarray, s: np.ndarray, *, reach: int, drift: int, steps: int = 16
@@ -316,6 +366,14 @@ class SnapshotError(Exception):
     caller rebuilds the index instead."""
 
 
+class SnapshotDamaged(SnapshotError):
+    """A file of a saved index is missing or is not what was saved (its checksum): :attr:`path` names it."""
+
+    def __init__(self, damaged: StateDamaged) -> None:
+        self.path = damaged.path
+        super().__init__(str(damaged))
+
+
 @dataclass
 class _Segment:
     keys: np.ndarray  # uint64, sorted
@@ -355,7 +413,8 @@ class ReuseIndex:
     def __init__(self, *, k: int = K, w: int = W, min_chars: int = MIN_CHARS, min_passage: int = MIN_PASSAGE,
                  min_fraction: float = MIN_FRACTION, max_sources: int = MAX_SOURCES, min_seeds: int = 3,
                  min_block: int = 8, max_gap: int = 40, drift: int = 8, min_cjk: float = 0.3,
-                 text_of: Callable[[Hashable], str] | None = None, max_segment_postings: int = 1 << 24) -> None:
+                 text_of: Callable[[Hashable], str] | None = None, max_segment_postings: int = 1 << 24,
+                 group_sources: int = GROUP_SOURCES, title_of: Callable[[Hashable], str | None] | None = None) -> None:
         if min(k, w, min_seeds, min_block, max_sources, max_segment_postings) < 1 or min(min_chars, min_passage, max_gap, drift) < 0 \
                 or not 0 <= min_fraction <= 1:
             raise ValueError("ReuseIndex: k, w, min_seeds, min_block, max_sources, max_segment_postings must be >= 1; "
@@ -365,6 +424,13 @@ class ReuseIndex:
         self.min_seeds, self.min_block, self.max_gap, self.drift, self.min_cjk = (
             min_seeds, min_block, max_gap, drift, min_cjk)
         self._text_of = text_of
+        self.group_sources = group_sources
+        # A stored story's headline, for the same-site boilerplate test (see _site_boilerplate): read through
+        # title_of (a crawl's store), else kept from add() when one was given.
+        self._title_of = title_of
+        self._titles: dict[Hashable, str] = {}
+        self._group_codes: dict[Hashable, int] = {}  # a site's (group's) name -> its code in _groups
+        self._group_names: list = []
         # A merge builds its segment in memory: capped, a saved index of a million stories (160 million postings in
         # ten 16-million segments of 256 MB) never reads its segments into one 2.5 GB array.
         self.max_segment_postings = max_segment_postings
@@ -372,10 +438,13 @@ class ReuseIndex:
         self._forms: dict[Hashable, tuple[str, _Offsets]] = {}  # without text_of: each story's normalised text
         self._ids = _StoryIds()
         self._when = np.empty(0, np.float64)
+        self._published = np.empty(0, np.float64)  # publication time (epoch seconds), NaN when unknown
+        self._groups = np.empty(0, np.int32)  # the story's site (group) code, -1 when none was given
         self._alive = np.empty(0, bool)
         self._counts = np.empty(0, np.int64)  # postings a story added (its dead ones counted without a scan)
         self._oldest = math.inf  # no live story's time is before this (expire's fast path)
         self._segments: list[_Segment] = []
+        self._checksums: dict[str, str] = {}  # a saved file's name -> the checksum of its bytes
         self._dead_postings = 0
         self._postings = 0
 
@@ -392,22 +461,40 @@ class ReuseIndex:
 
     def _prepared(self, text: str) -> _Prepared:
         form, offsets = exact_form_with_offsets(text)
-        return _Prepared(form, offsets, *winnow(form, self.k, self.w))
+        return _Prepared(form, offsets, *winnow(form, self.k, self.w), text)
 
-    def add(self, story_id: Hashable, text: str, when: datetime | float | str | None = None) -> bool:
-        """Index a story (``when``: its time, for :meth:`expire`); False when the id is already indexed."""
-        return self._add(story_id, text, self._prepared(text), when)
+    def add(self, story_id: Hashable, text: str, when: datetime | float | str | None = None, *,
+            published: datetime | float | str | None = None, group: Hashable | None = None,
+            title: str | None = None) -> bool:
+        """Index a story (``when``: its time, for :meth:`expire`; ``published``: its publication time, which
+        orders the quotations; ``group``: its site or series, whose shared passages are boilerplate; ``title``: its
+        headline); False when the id is already indexed."""
+        return self._add(story_id, text, self._prepared(text), when, _About(published, group, title))
 
     def find_and_add(self, story_id: Hashable, text: str, when: datetime | float | str | None = None, *,
-                     exclude: Iterable[Hashable] = (), add: bool = True) -> list[Reuse]:
+                     exclude: Iterable[Hashable] = (), add: bool = True,
+                     published: datetime | float | str | None = None, group: Hashable | None = None,
+                     title: str | None = None) -> list[Reuse]:
         """:meth:`find` (the story's own id excluded), then :meth:`add` when ``add``: the text is read once."""
-        prepared = self._prepared(text)
-        found = self._find(prepared, (story_id, *exclude))
+        prepared, about = self._prepared(text), _About(published, group, title)
+        found = self._find(prepared, (story_id, *exclude), about)
         if add:
-            self._add(story_id, text, prepared, when)
+            self._add(story_id, text, prepared, when, about)
         return found
 
-    def _add(self, story_id: Hashable, text: str, prepared: _Prepared, when: datetime | float | str | None) -> bool:
+    def _group_code(self, group: Hashable | None, *, create: bool) -> int:
+        if group is None:
+            return -1
+        code = self._group_codes.get(group)
+        if code is None:
+            if not create:
+                return -1
+            code = self._group_codes[group] = len(self._group_names)
+            self._group_names.append(group)
+        return code
+
+    def _add(self, story_id: Hashable, text: str, prepared: _Prepared, when: datetime | float | str | None,
+             about: _About) -> bool:
         if story_id in self._ids:
             return False
         hashes, positions = prepared.hashes, prepared.positions
@@ -416,9 +503,15 @@ class ReuseIndex:
             size = max(1024, len(self._alive) + len(self._alive) // 4)
             self._alive = np.concatenate((self._alive, np.zeros(size - len(self._alive), bool)))
             self._when = np.concatenate((self._when, np.full(size - len(self._when), math.nan)))
+            self._published = np.concatenate((self._published, np.full(size - len(self._published), math.nan)))
+            self._groups = np.concatenate((self._groups, np.full(size - len(self._groups), -1, np.int32)))
             self._counts = np.concatenate((self._counts, np.zeros(size - len(self._counts), np.int64)))
         self._alive[seq] = True
         self._when[seq] = _seconds(when)
+        self._published[seq] = _seconds(about.published)
+        self._groups[seq] = self._group_code(about.group, create=True)
+        if about.title and self._title_of is None:
+            self._titles[story_id] = about.title
         self._counts[seq] = len(hashes)
         self._oldest = min(self._oldest, self._when[seq])  # a NaN time leaves it as it was
         if self._text_of is None:
@@ -466,6 +559,7 @@ class ReuseIndex:
             return False
         self._alive[seq] = False
         self._forms.pop(story_id, None)
+        self._titles.pop(story_id, None)
         self._dead_postings += int(self._counts[seq])
         if self._dead_postings * 2 > self._postings:  # mostly dead: rewrite each segment once, without them
             compacted = (self._compacted(segment) for segment in self._segments)
@@ -522,22 +616,25 @@ class ReuseIndex:
                 # mix them under its meta, were it to be read before the new meta replaces it.
                 segment.file = f"segment-{secrets.token_hex(8)}"
                 for name in _SEGMENT_ARRAYS:
-                    write_durably(folder / f"{segment.file}-{name}.npy",
-                                  lambda handle, values=getattr(segment, name): np.save(handle, values))
+                    file = f"{segment.file}-{name}.npy"
+                    self._checksums[file] = write_durably(
+                        folder / file, lambda handle, values=getattr(segment, name): np.save(handle, values))
                 # From now on read from the file: the segment's memory goes back to the page cache.
                 for name in _SEGMENT_ARRAYS:
                     setattr(segment, name, _mapped(folder / f"{segment.file}-{name}.npy"))
         stories = f"stories-{secrets.token_hex(8)}.npz"
         n = len(ids)
-        arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n]}
-        write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n],
+                  "published": self._published[:n], "groups": self._groups[:n]}
+        self._checksums[stories] = write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        wanted = {stories} | {f"{segment.file}-{name}.npy" for segment in self._segments for name in _SEGMENT_ARRAYS}
+        self._checksums = {file: checksum for file, checksum in self._checksums.items() if file in wanted}
         meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "stories": stories,
                 "count": n, "segments": [segment.file for segment in self._segments], "postings": self._postings,
-                "dead_postings": self._dead_postings}
-        write_durably(folder / _META, lambda handle: handle.write(json.dumps(meta).encode()))
+                "dead_postings": self._dead_postings, "groups": self._group_names, "checksums": self._checksums}
+        write_manifest(folder / _META, meta)  # last: it makes the files above the snapshot, checksums and all
         fsync_folder(folder)
-        wanted = {_META, stories} | {f"{segment.file}-{name}.npy" for segment in self._segments
-                                     for name in _SEGMENT_ARRAYS}
+        wanted.add(_META)
         for path in folder.iterdir():
             if path.name not in wanted and path.name.startswith(("segment-", "stories-")):
                 path.unlink()  # an earlier snapshot's (a mapped file stays readable until unmapped)
@@ -547,15 +644,17 @@ class ReuseIndex:
         """The index :meth:`save` wrote to ``folder``, and its meta (``extra`` included): segments memory-mapped,
         per-story arrays in RAM.  ``settings``: as for a new index; ``k`` and ``w`` must be the saved ones.
         Stories added afterwards are held in RAM and written by the next :meth:`save`.  SnapshotError when
-        there is no snapshot, it cannot be read or it was saved with other parameters."""
+        there is no snapshot, it cannot be read or it was saved with other parameters; SnapshotDamaged naming the
+        file when one is missing or its bytes are not those saved (every file is verified against the checksum the
+        meta file holds, and the meta file against its own, before it is used)."""
         index = cls(**settings)
         folder = Path(folder)
         try:
-            meta = json.loads((folder / _META).read_text())
+            meta = read_manifest(folder / _META)
         except FileNotFoundError:
             raise SnapshotError(f"no saved index in {folder}") from None
-        except (OSError, ValueError) as error:
-            raise SnapshotError(f"{folder / _META} cannot be read: {error}") from None
+        except StateDamaged as damaged:
+            raise SnapshotDamaged(damaged) from None
         if not isinstance(meta, dict) or meta.get("format") != SNAPSHOT_FORMAT:
             found = meta.get("format") if isinstance(meta, dict) else meta
             raise SnapshotError(f"{folder} holds another format ({found!r}; this version reads {SNAPSHOT_FORMAT})")
@@ -563,6 +662,10 @@ class ReuseIndex:
             raise SnapshotError(f"{folder} was saved with k={meta.get('k')}, w={meta.get('w')}; "
                                 f"the index now has k={index.k}, w={index.w}")
         try:
+            checksums = meta["checksums"]
+            for file in [meta["stories"], *(f"{name}-{array}.npy" for name in meta["segments"]
+                                            for array in _SEGMENT_ARRAYS)]:
+                verify_file(folder / file, checksums.get(file))
             with np.load(folder / meta["stories"]) as stored:
                 stories = {name: stored[name] for name in _STORY_ARRAYS}
             count = int(meta["count"])
@@ -575,16 +678,24 @@ class ReuseIndex:
                     raise ValueError(f"segment {name}'s arrays do not match")
                 index._segments.append(_Segment(**arrays, file=name))
             postings, dead = int(meta["postings"]), int(meta["dead_postings"])
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # torn, truncated
+            groups = list(meta["groups"])
+        except StateDamaged as damaged:
+            raise SnapshotDamaged(damaged) from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError,
+                zipfile.BadZipFile) as error:  # torn, truncated
             raise SnapshotError(f"the index saved in {folder} cannot be read: {error}") from None
         live = stories["alive"] & (stories["ids"] >= 0)
         index._ids = _StoryIds(stories["ids"], live)
         index._alive, index._when = live, stories["when"]
+        index._published, index._groups = stories["published"], stories["groups"].astype(np.int32, copy=False)
+        index._group_names = groups
+        index._group_codes = {name: code for code, name in enumerate(groups)}
         index._counts = stories["counts"].astype(np.int64, copy=False)
         times = index._when[live]
         times = times[~np.isnan(times)]
         index._oldest = float(times.min()) if len(times) else math.inf
         index._postings, index._dead_postings = postings, dead
+        index._checksums = dict(checksums)
         return index, meta
 
     def live_ids(self) -> np.ndarray:
@@ -592,9 +703,11 @@ class ReuseIndex:
         ids = self._ids.as_array()
         return ids[self._alive[: len(ids)] & (ids >= 0)]
 
-    def _seed_matches(self, hashes: np.ndarray, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _seed_matches(self, hashes: np.ndarray, exclude: np.ndarray, group: int = -1
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query fingerprint number, story seq, story position)`` of every usable seed: postings of live,
-        not excluded stories, of fingerprints no more than ``max_sources`` stories hold."""
+        not excluded stories, of fingerprints no more than ``max_sources`` stories hold; and, per query fingerprint,
+        whether ``group_sources`` or more stories of the new text's own ``group`` hold it."""
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         raw = np.zeros(len(hashes), np.int64)
         ranges = []
@@ -623,7 +736,7 @@ class ReuseIndex:
             found.append((query, segment.seqs[at], segment.positions[at]))
         if not found:
             empty = np.empty(0, np.int64)
-            return empty, empty, empty
+            return empty, empty, empty, np.zeros(len(hashes), bool)
         query = np.concatenate([f[0] for f in found])
         seqs = np.concatenate([f[1] for f in found]).astype(np.int64)
         positions = np.concatenate([f[2] for f in found]).astype(np.int64)
@@ -635,21 +748,28 @@ class ReuseIndex:
         _, value = np.unique(hashes, return_inverse=True)
         held = np.unique((value[query].astype(np.int64) << 32) | seqs)
         common = np.bincount(held >> 32, minlength=len(hashes)) > self.max_sources
+        site_common = np.zeros(len(hashes), bool)
+        if group >= 0:
+            own = held[self._groups[held & 0xFFFFFFFF] == group]
+            site_common = (np.bincount(own >> 32, minlength=len(hashes)) >= self.group_sources)[value]
         keep = ~common[value[query]]
-        return query[keep], seqs[keep], positions[keep]
+        return query[keep], seqs[keep], positions[keep], site_common
 
-    def find(self, text: str, *, exclude: Iterable[Hashable] = ()) -> list[Reuse]:
-        """The stored stories ``text`` reuses passages of, most characters first; ``exclude``: story ids not to
+    def find(self, text: str, *, exclude: Iterable[Hashable] = (), published: datetime | float | str | None = None,
+             group: Hashable | None = None, title: str | None = None) -> list[Reuse]:
+        """The stored stories ``text`` shares passages with, most characters first; ``exclude``: story ids not to
         report (the text's own id, the stories it is a near duplicate of) nor to count as holders of a
-        fingerprint."""
-        return self._find(self._prepared(text), exclude) if len(self._ids) else []
+        fingerprint.  ``published``, ``group`` and ``title``: as for :meth:`add` (the direction of each record, and
+        the same site's boilerplate, see :meth:`_site_boilerplate`)."""
+        return self._find(self._prepared(text), exclude, _About(published, group, title)) if len(self._ids) else []
 
-    def _find(self, prepared: _Prepared, exclude: Iterable[Hashable]) -> list[Reuse]:
-        form, offsets, hashes, positions = prepared
+    def _find(self, prepared: _Prepared, exclude: Iterable[Hashable], about: _About = _About()) -> list[Reuse]:
+        form, offsets, hashes, positions, _ = prepared
         if not len(hashes) or not len(self._ids):
             return []
         excluded = np.array([seq for seq in map(self._ids.get, exclude) if seq is not None], np.int64)
-        query, seqs, source_positions = self._seed_matches(hashes, excluded)
+        group = self._group_code(about.group, create=False)
+        query, seqs, source_positions, site_common = self._seed_matches(hashes, excluded, group)
         if not len(seqs):
             return []
         found = []
@@ -661,12 +781,61 @@ class ReuseIndex:
         for start, end in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(seqs)])).tolist()):
             if end - start < self.min_seeds:
                 continue
-            story_id = self._ids.id_of(int(seqs[start]))
+            seq = int(seqs[start])
+            story_id = self._ids.id_of(seq)
             reuse = self._reuse(story_id, form, offsets, query_positions[start:end].tolist(),
                                 source_positions[start:end].tolist())
+            if reuse is not None and group >= 0 and self._groups[seq] == group:
+                reuse = self._site_boilerplate(reuse, prepared, about.title, positions[site_common])
             if reuse is not None:
-                found.append(reuse)
+                found.append(self._directed(reuse, seq, about.published))
         return sorted(found, key=lambda r: (-r.chars, r.source))
+
+    def _site_boilerplate(self, reuse: Reuse, prepared: _Prepared, title: str | None,
+                          site_common: np.ndarray) -> Reuse | None:
+        """``reuse`` of a story of the new text's own site without the passages that are the site's boilerplate,
+        or None when nothing else is left.  A boilerplate passage opens or closes both texts (:data:`EDGE`), and
+        either speaks of neither page's headline (the site template's test,
+        :func:`~newsdedup.extract.template.speaks_of_headline`: a risk disclaimer, an editor's note, an
+        authorisation line; a follow-up repeating yesterday's background speaks of both stories' subject), which
+        tells it from two pages on, or, without both headlines, is mostly fingerprints that ``group_sources``
+        other stories of the site hold (``site_common``: their positions in the new text's normalised form)."""
+        source_title = self._titles.get(reuse.source) if self._title_of is None else self._title_of(reuse.source)
+        text, offsets = prepared.text, prepared.offsets
+        source_length = self._raw_length(reuse.source)
+        common_at = [offsets[i] for i in site_common.tolist()]
+
+        def boilerplate(p: Passage) -> bool:
+            if not (_at_edge(p.start, p.length, len(text)) and _at_edge(p.source_start, p.source_length, source_length)):
+                return False
+            if title and source_title:
+                from newsdedup.extract.template import speaks_of_headline  # the template's own judgement
+
+                quoted = p.quoted(text)
+                return not (speaks_of_headline(title, quoted) or speaks_of_headline(source_title, quoted))
+            if not (_at_edge(p.start, p.length, len(text), closing=True)
+                    and _at_edge(p.source_start, p.source_length, source_length, closing=True)):
+                return False  # an opening both share and other pages too may be the outlet's stock lead: reuse
+            inside = bisect_right(common_at, p.start + p.length - 1) - bisect_left(common_at, p.start)
+            return inside * (self.w + 1) >= p.chars  # winnowing keeps about 2 / (w + 1) of the positions: half
+
+        kept = tuple(p for p in reuse.passages if not boilerplate(p))
+        if len(kept) == len(reuse.passages):
+            return reuse
+        return qualify(reuse.source, kept, reuse.text_chars, reuse.source_chars, min_passage=self.min_passage,
+                       min_chars=self.min_chars, min_fraction=self.min_fraction)
+
+    def _raw_length(self, story_id: Hashable) -> int:
+        form, offsets = self._source_form(story_id)
+        return offsets[len(form) - 1] + 1 if len(form) else 0
+
+    def _directed(self, reuse: Reuse, seq: int, published: datetime | float | str | None) -> Reuse:
+        """The record with its direction: the story published first is the quoted one, when both times are known
+        and differ; else the one that arrived first (the stored story)."""
+        new, stored = _seconds(published), float(self._published[seq])
+        if math.isnan(new) or math.isnan(stored) or new == stored:
+            return reuse
+        return replace(reuse, direction=QUOTED_BY if new < stored else QUOTES, basis=PUBLISHED)
 
     def _source_form(self, story_id: Hashable) -> tuple[str, Sequence[int]]:
         """A stored story's normalised text and its characters' raw offsets: kept from :meth:`add` (normalising
@@ -751,6 +920,13 @@ class ReuseIndex:
                          for q0, q1, s0, s1, n in sorted(kept))
         return qualify(story_id, passages, len(form), len(source_form), min_passage=self.min_passage,
                        min_chars=self.min_chars, min_fraction=self.min_fraction)
+
+
+def _at_edge(start: int, length: int, total: int, *, closing: bool = False) -> bool:
+    """Whether ``[start, start + length)`` opens or closes a text of ``total`` characters (see :data:`EDGE`); with
+    ``closing``, whether it closes it."""
+    edge = max(EDGE, EDGE_SHARE * total)
+    return (start <= edge and not closing) or start + length >= total - edge
 
 
 class _Stretches:
@@ -858,9 +1034,10 @@ class ReuseTracker:
       the stories stored before it.
 
     Storing a record: one row a relation, ``reuses(article_id, source_id, chars, fraction, source_fraction,
-    passages)`` with ``passages`` the JSON list of :meth:`Reuse.as_record` (raw offsets into both stories' stored
-    texts: the text given here must be the text stored), primary key ``(article_id, source_id)`` (applying a story
-    twice writes the same row) and an index on ``source_id`` (a story's "quoted by").
+    passages, basis)`` with ``passages`` the JSON list of :meth:`Reuse.as_record` (raw offsets into both stories'
+    stored texts: the text given here must be the text stored), primary key ``(article_id, source_id)`` (applying a
+    story twice writes the same row) and an index on ``source_id`` (a story's "quoted by"); the row of a
+    ``quoted_by`` record is the stored story's (:meth:`Reuse.quoting_view` turns its passages around).
 
     ``retention_days``: a story is forgotten once it is older than that, counted back from the newest time
     :meth:`process` was given (the crawl's clock is its pages' fetch times; a page fetched out of order does
@@ -897,36 +1074,44 @@ class ReuseTracker:
         return story_id in self.index
 
     def process(self, story_id: Hashable, text: str, when: datetime | float | str, *,
-                exclude: Iterable[Hashable] = ()) -> list[Reuse]:
+                exclude: Iterable[Hashable] = (), published: datetime | float | str | None = None,
+                group: Hashable | None = None, title: str | None = None) -> list[Reuse]:
         """The reuse records of a new story (most characters first), after which the story is indexed.
 
         ``when``: the story's time (a datetime, an ISO string as the store writes it, or epoch seconds).
         ``exclude``: stored stories not to report (the story's own id is always left out, so applying the same
-        story twice, as a distributed crawl's next writer may, gives the same records and indexes it once)."""
+        story twice, as a distributed crawl's next writer may, gives the same records and indexes it once).
+        ``published``: its publication time when known (a record's :attr:`Reuse.direction` follows the
+        publication order, else the arrival order); ``group``: its site or series and ``title`` its headline
+        (passages the site's own pages share are boilerplate, not a relation)."""
         at = self._time(when)
         self._now = max(self._now, at)
         if self.retention_seconds is not None:
             self.index.expire(before=self._now - self.retention_seconds)
         in_window = self.retention_seconds is None or at >= self._now - self.retention_seconds
-        return self.index.find_and_add(story_id, text, at, exclude=exclude, add=in_window)
+        return self.index.find_and_add(story_id, text, at, exclude=exclude, add=in_window, published=published,
+                                       group=group, title=title)
 
-    def find(self, text: str, *, exclude: Iterable[Hashable] = ()) -> list[Reuse]:
+    def find(self, text: str, *, exclude: Iterable[Hashable] = (), published: datetime | float | str | None = None,
+             group: Hashable | None = None, title: str | None = None) -> list[Reuse]:
         """The reuse records of ``text`` (most characters first) without indexing it: a caller that indexes a
         story only once it is stored (a crawl, :meth:`add`) looks it up first with this."""
-        return self.index.find(text, exclude=exclude)
+        return self.index.find(text, exclude=exclude, published=published, group=group, title=title)
 
-    def add(self, story_id: Hashable, text: str, when: datetime | float | str) -> bool:
+    def add(self, story_id: Hashable, text: str, when: datetime | float | str, published: datetime | float | str |
+            None = None, group: Hashable | None = None, title: str | None = None) -> bool:
         """Index a stored story without looking for reuse (its records are found or stored already); False when
         it is indexed already.  The window is applied by the next :meth:`process` (or at the end of
         :meth:`restore`)."""
         at = self._time(when)
         self._now = max(self._now, at)
-        return self.index.add(story_id, text, when=at)
+        return self.index.add(story_id, text, when=at, published=published, group=group, title=title)
 
-    def restore(self, stories: Iterable[tuple[Hashable, str, datetime | float | str]]) -> int:
-        """Index stored stories ``(id, text, time)`` without looking for reuse among them (a restart: their
-        records are stored already); the count indexed.  Stories outside the window are left out."""
-        added = sum(self.add(story_id, text, when) for story_id, text, when in stories)
+    def restore(self, stories: Iterable[tuple]) -> int:
+        """Index stored stories ``(id, text, time)``, or ``(id, text, time, published, group, title)``, without
+        looking for reuse among them (a restart: their records are stored already); the count indexed.  Stories
+        outside the window are left out."""
+        added = sum(self.add(*story) for story in stories)
         if self.retention_seconds is not None:
             added -= self.index.expire(before=self._now - self.retention_seconds)
         return added

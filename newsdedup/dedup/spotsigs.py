@@ -127,6 +127,23 @@ def multiset_jaccard(a: Mapping[Hashable, int], b: Mapping[Hashable, int]) -> fl
 WHOLE_CONTAINMENT = 0.99
 
 
+def shared_of_longer(jaccard: float, containment: float) -> float:
+    """The share of the longer text's spots that the two texts have in common, from their multiset Jaccard
+    ``common / (smaller + larger - common)`` and containment ``common / smaller``: ``1 / (1/J + 1 - 1/C)``. Under
+    0.5, the longer text's own spots outweigh the shared ones.
+
+    >>> shared_of_longer(0.25, 1.0)  # a quarter as long, wholly inside the other
+    0.25
+    >>> round(shared_of_longer(8 / 14, 0.8), 4)  # 8 of 10 spots in a text of 12: 8 / 12
+    0.6667
+    >>> shared_of_longer(0.0, 0.9)
+    0.0
+    """
+    if jaccard <= 0.0 or containment <= 0.0:
+        return 0.0
+    return 1.0 / (1.0 / jaccard + 1.0 - 1.0 / containment)
+
+
 def containment_match(common: int, query_length: int, stored_length: int, *, min_containment: float,
                       min_spots: int = 1, min_ratio: float = 0.15, whole_below: float | None = None) -> float | None:
     """The containment fallback's decision for one pair: its containment when it matches, else None.

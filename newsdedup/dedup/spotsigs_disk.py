@@ -42,13 +42,16 @@ Layout (a directory, e.g. ``articles.sqlite.near/``)
       (document frequency in the segment, token), so each segment is self-contained and a query orders its
       own tokens by the segment's frequencies. Beside them, small mutable arrays kept in RAM:
       ``lengths`` (uint32), ``times`` (uint32 seconds: the story's last activity, for the retention window)
-      and ``deleted`` (bool) -- 9 bytes a document.
+      and ``deleted`` (bool) -- 9 bytes a document; ``times`` and ``deleted`` are written under a new name at
+      each checkpoint that changed them (``times-N.npy``), so the manifest written after them makes them current.
     * ``log-N``: the append-only log of what happened since the last checkpoint (add, touch, discard), one
       CRC-checked record each, in the store's row-id order. New documents also live in an in-memory
       :class:`SpotSigsIndex` (the *delta*, at most ``flush_docs`` of them) until a checkpoint writes them
       as a segment.
-    * ``MANIFEST.json``: the segments, the current log and the high-water mark (the last store row id
-      included), replaced atomically (write, fsync, rename) at each checkpoint.
+    * ``MANIFEST.json``: the segments (each with the checksum of every file of it), the current log and the
+      high-water mark (the last store row id included), replaced atomically (write, fsync, rename) at each
+      checkpoint, with the checksum of its own content. Opening verifies every file before it is used: one
+      missing, cut or written over raises :class:`~newsdedup.dedup.durable.StateDamaged` naming it.
 
 Consistency with the store (the store is the truth)
     Each record carries the row id it came from. Opening with ``store_mark`` (the store's last committed
@@ -89,7 +92,6 @@ True
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import struct
@@ -104,13 +106,14 @@ from pathlib import Path
 import numpy as np
 
 from newsdedup import defaults
-from newsdedup.dedup.durable import fsync_folder, write_durably
+from newsdedup.dedup.durable import (StateDamaged, file_digest, fsync_folder, read_manifest, verify_file,
+                                     write_durably, write_manifest)
 from newsdedup.dedup.spotsigs import containment_match
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
 
 __all__ = ["PersistentSpotSigsIndex", "spot_tokens"]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: every file's checksum in the manifest (verified at open), the segments' times and deleted versioned
 _MANIFEST = "MANIFEST.json"
 _U64 = np.uint64
 _MIX_1 = _U64(0x9E3779B97F4A7C15)
@@ -296,9 +299,10 @@ def _counted_union(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 
 
 def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spots: int, tau: float,
-                   min_containment: float, cancelled: threading.Event | None = None) -> None:
+                   min_containment: float, cancelled: threading.Event | None = None) -> dict[str, str]:
     """Write a segment of the documents in ``chunks`` (``documents`` of them, ``spots`` distinct spots in all,
-    keys ascending across chunks) into ``folder`` (created; the caller renames it into place).
+    keys ascending across chunks) into ``folder`` (created; the caller renames it into place); returns each
+    file's checksum, for the manifest.
 
     Two passes, a chunk at a time, each output written into its memory-mapped file as it is made: the first
     copies the documents and counts each token's documents; the second places every token's postings at its
@@ -401,6 +405,8 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
         array.flush()
     del keys, times, lengths, spot_offsets, spot_values, spot_counts, prefix_docs, prefix_pos
     fsync_folder(folder, files=True)
+    # Hashed as written (read back from the page cache, ~1 s a million stories, in the merge thread when it merges).
+    return {child.name: file_digest(child) for child in sorted(folder.iterdir())}
 
 
 def _lengths(spot_offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -523,18 +529,31 @@ def _positional(docs: np.ndarray, lengths: np.ndarray, query_position: np.ndarra
 
 
 class _Segment:
-    """One immutable segment, memory-mapped, with its small mutable arrays in RAM (see the module docstring)."""
+    """One immutable segment, memory-mapped, with its small mutable arrays in RAM (see the module docstring).
 
-    def __init__(self, folder: Path) -> None:
+    ``checksums``: each file's, as the manifest lists them (``verify``: every file is hashed and compared before
+    anything is read: a damaged segment raises :class:`StateDamaged` naming the file). ``saved``: the files
+    holding the mutable ``times`` and ``deleted`` (written anew under a new name at each save, so that the
+    manifest written after them is what makes them current: a crash between the two leaves the old, whole ones).
+    """
+
+    def __init__(self, folder: Path, checksums: dict[str, str], saved: dict[str, str] | None = None, *,
+                 verify: bool = True) -> None:
         self.folder = folder
         self.name = folder.name
+        self.checksums = dict(checksums)
+        self.saved = dict(saved or {name: f"{name}.npy" for name in ("times", "deleted")})
+        wanted = {f"{name}.npy" for name in (*_SEGMENT_ARRAYS, "lengths")} | {_DIRECTORY, *self.saved.values()}
+        for file in sorted(wanted):
+            if file not in self.checksums:
+                raise StateDamaged(folder / file, "not listed in the manifest with its checksum")
+            if verify:
+                verify_file(folder / file, self.checksums[file])
         for name in _SEGMENT_ARRAYS:
             # A plain ndarray view of the map: numpy's memmap subclass costs ~10 us on every slice.
             setattr(self, name, np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray))
-        for name in _MUTABLE_ARRAYS:
-            setattr(self, name, np.load(folder / f"{name}.npy"))  # in RAM: read on every query, changed in place
-        if not (folder / _DIRECTORY).exists():  # a segment written before the directory: added once (derived data)
-            write_durably(folder / _DIRECTORY, lambda handle: np.save(handle, _token_directory(self.tokens)))
+        for name in _MUTABLE_ARRAYS:  # in RAM: read on every query, changed in place
+            setattr(self, name, np.load(folder / self.saved.get(name, f"{name}.npy")))
         self.token_directory = np.load(folder / _DIRECTORY, mmap_mode="r").view(np.ndarray)
         self.directory_steps = _directory_steps(self.token_directory)
         self.dirty = False
@@ -555,10 +574,25 @@ class _Segment:
         """The documents selected by ``mask`` (for a merge), as flat arrays a chunk at a time."""
         return _Docs(self.keys, self.times, self.spot_offsets, self.spots, self.counts).selected(mask)
 
-    def save_mutable(self) -> None:
+    def save_mutable(self, number: int) -> None:
+        """Write ``times`` and ``deleted`` to new files (``times-<number>.npy``), for the next manifest to name."""
         for name in ("times", "deleted"):
-            write_durably(self.folder / f"{name}.npy", lambda handle, name=name: np.save(handle, getattr(self, name)))
+            file = f"{name}-{number}.npy"
+            checksum = write_durably(self.folder / file, lambda handle, name=name: np.save(handle, getattr(self, name)))
+            self.checksums.pop(self.saved[name], None)
+            self.saved[name], self.checksums[file] = file, checksum
+        fsync_folder(self.folder)  # their names durable before the manifest names them (a power cut in between)
         self.dirty = False
+
+    def entry(self) -> dict:
+        """What the manifest lists of this segment."""
+        return {"name": self.name, "checksums": self.checksums, "saved": self.saved}
+
+    def remove_unlisted(self) -> None:
+        """Delete the files no manifest names any more (earlier saves of ``times`` and ``deleted``)."""
+        for child in self.folder.iterdir():
+            if child.name not in self.checksums:
+                child.unlink(missing_ok=True)
 
     def close(self) -> None:
         for name in _SEGMENT_ARRAYS:
@@ -753,6 +787,12 @@ class PersistentSpotSigsIndex:
     verified exactly.
     ``background_merges``: a checkpoint starts merges in a thread and swaps a finished one in at a later checkpoint
     (``checkpoint(wait=True)`` waits for it); :meth:`close` cancels one still running (planned again next time).
+    ``log_synced``: what :meth:`sync_log` returned when the caller last saved its own marks (the log's name and the
+    bytes made durable): the log must hold intact records up to there, else it was damaged.
+
+    Opening verifies every file against the checksums in the manifest (the manifest's own included) before using
+    it: a missing or damaged file raises :class:`~newsdedup.dedup.durable.StateDamaged` naming it (the caller
+    builds the index again); so does a log whose records the CRCs cut short of ``log_synced``.
     """
 
     def __init__(self, path: str | Path, *, tau: float = defaults.NEWSDEDUP_SPOTSIGS_TAU,
@@ -760,7 +800,8 @@ class PersistentSpotSigsIndex:
                  min_containment: float = defaults.NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT,
                  flush_docs: int = 20_000, max_segment_docs: int = 1_000_000,
                  store_mark: int | None = None, auto_checkpoint: bool = True,
-                 probe_budget: int | None = None, background_merges: bool = False) -> None:
+                 probe_budget: int | None = None, background_merges: bool = False,
+                 log_synced: tuple[str, int] | None = None) -> None:
         if probe_budget is not None and (isinstance(probe_budget, bool) or not isinstance(probe_budget, int)
                                          or probe_budget < 1):
             raise ValueError(f"probe_budget must be a positive int or None, got {probe_budget!r}")
@@ -788,12 +829,14 @@ class PersistentSpotSigsIndex:
         self._next_segment = 0
         self.high_water_mark = -1
         self._log = None
-        self._open(store_mark)
+        self._open(store_mark, log_synced)
 
     # ------------------------------------------------------------------ opening and the log
-    def _open(self, store_mark: int | None) -> None:
-        manifest_path = self.path / _MANIFEST
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    def _open(self, store_mark: int | None, log_synced: tuple[str, int] | None) -> None:
+        try:
+            manifest = read_manifest(self.path / _MANIFEST)
+        except FileNotFoundError:
+            manifest = None
         if manifest is not None:
             if manifest.get("format") != _FORMAT:
                 raise ValueError(f"{self.path}: near-duplicate state format {manifest.get('format')} is not "
@@ -805,18 +848,26 @@ class PersistentSpotSigsIndex:
             if built != (self.tau, self.min_containment):
                 raise ValueError(f"{self.path}: built for tau {built[0]} and containment {built[1]}, asked for "
                                  f"{self.tau} and {self.min_containment}: delete the folder to rebuild it")
-            self.segments = [_Segment(self.path / name) for name in manifest["segments"]]
+            try:
+                for entry in manifest["segments"]:
+                    self.segments.append(_Segment(self.path / entry["name"], entry["checksums"], entry["saved"]))
+            except BaseException:
+                self.close()
+                raise
             self._next_segment = manifest["next_segment"]
             self.window_start = manifest["window_start"]
             self.high_water_mark = manifest["high_water_mark"]
             log_name = manifest["log"]
         else:
             log_name = self._new_name("log")
+        records = self._read_log(self.path / log_name, store_mark,
+                                 log_synced[1] if log_synced is not None and log_synced[0] == log_name else 0)
         referenced = {segment.name for segment in self.segments} | {log_name, _MANIFEST}
         for leftover in self.path.iterdir():  # an interrupted checkpoint's files
             if leftover.name not in referenced:
                 shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-        records = self._read_log(self.path / log_name, store_mark)
+        for segment in self.segments:
+            segment.remove_unlisted()
         if store_mark is not None and self.high_water_mark > store_mark:
             for segment in self.segments:  # rows the store never committed: gone for good
                 above = np.asarray(segment.keys) > store_mark
@@ -833,16 +884,24 @@ class PersistentSpotSigsIndex:
         if self._delta_docs or any(segment.dirty for segment in self.segments):
             self.checkpoint()
 
-    def _read_log(self, path: Path, store_mark: int | None) -> list[tuple]:
-        """The log's intact records up to ``store_mark``; the file is cut after the last one kept."""
-        data = path.read_bytes() if path.exists() else b""
-        records, offset, kept_end = [], 0, 0
+    def _read_log(self, path: Path, store_mark: int | None, synced: int = 0) -> list[tuple]:
+        """The log's intact records up to ``store_mark``; the file is cut after the last one kept. ``synced``: bytes
+        known durable, which must all be intact records (a torn record after them is a crash mid-write; one before
+        them is damage: :class:`StateDamaged`, the file left as it is)."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if synced:
+                raise StateDamaged(path, f"missing (deleted?), {synced} bytes of it were saved") from None
+            data = b""
+        records, offset, kept_end, ahead = [], 0, 0, False
         while offset + _HEADER.size <= len(data):
             kind, row, key, time, n = _HEADER.unpack_from(data, offset)
             end = offset + _HEADER.size + 12 * n + _CRC.size
             if end > len(data) or zlib.crc32(data[offset:end - _CRC.size]) != _CRC.unpack_from(data, end - _CRC.size)[0]:
-                break  # torn by a crash mid-write
+                break  # torn by a crash mid-write (or damaged: see below)
             if store_mark is not None and row > store_mark:
+                ahead = True
                 break  # records are in row order: the rest is ahead of the store too
             spots = None
             if kind == _ADD:
@@ -852,6 +911,9 @@ class PersistentSpotSigsIndex:
                 spots = dict(zip(values.tolist(), counts.tolist()))
             records.append((kind, row, key, time, spots))
             offset = kept_end = end
+        if not ahead and kept_end < synced:
+            raise StateDamaged(path, f"its records are intact up to byte {kept_end} of {len(data)}, but {synced} "
+                                     f"bytes were saved (written over or cut)")
         if kept_end < len(data):
             with open(path, "r+b") as handle:
                 handle.truncate(kept_end)
@@ -876,10 +938,10 @@ class PersistentSpotSigsIndex:
     def _write_manifest(self) -> None:
         manifest = {"format": _FORMAT, "tau": self.tau, "min_containment": self.min_containment,
                     "prefix_extension": PREFIX_EXTENSION,
-                    "segments": [segment.name for segment in self.segments], "log": self._log_path.name,
+                    "segments": [segment.entry() for segment in self.segments], "log": self._log_path.name,
                     "next_segment": self._next_segment, "window_start": self.window_start,
                     "high_water_mark": self.high_water_mark}
-        write_durably(self.path / _MANIFEST, lambda handle: handle.write(json.dumps(manifest).encode()))
+        write_manifest(self.path / _MANIFEST, manifest)
         fsync_folder(self.path)
 
     # ------------------------------------------------------------------ updates
@@ -1080,9 +1142,11 @@ class PersistentSpotSigsIndex:
                         shutil.rmtree(segment.folder, ignore_errors=True)
         elif self._merge is None and not wait and (plan := self._merge_plan(new_segments)) is not None:
             self._merge = plan.start(self._merge_thread)
+        saves = self._next_segment
+        self._next_segment += 1
         for segment in new_segments:
             if segment.dirty:
-                segment.save_mutable()
+                segment.save_mutable(saves)
         old_log = self._log_path
         self._log.close()
         self._log_path = self.path / self._new_name("log")
@@ -1091,6 +1155,8 @@ class PersistentSpotSigsIndex:
         self.segments = new_segments
         self._write_manifest()
         old_log.unlink(missing_ok=True)
+        for segment in new_segments:
+            segment.remove_unlisted()
         for segment in dropped:
             segment.close()
             shutil.rmtree(segment.folder, ignore_errors=True)
@@ -1118,7 +1184,8 @@ class PersistentSpotSigsIndex:
         name = name or self._new_name("seg")
         temporary = self.path / f"{name}.tmp"
         try:
-            _build_segment(temporary, chain.from_iterable(source.chunks for source in sources), cancelled=cancelled,
+            checksums = _build_segment(temporary, chain.from_iterable(source.chunks for source in sources),
+                                       cancelled=cancelled,
                            documents=sum(source.documents for source in sources),
                            spots=sum(source.spots for source in sources), tau=self.tau,
                            min_containment=self.min_containment)
@@ -1126,7 +1193,7 @@ class PersistentSpotSigsIndex:
             shutil.rmtree(temporary, ignore_errors=True)
             raise
         os.replace(temporary, self.path / name)
-        return _Segment(self.path / name)
+        return _Segment(self.path / name, checksums, verify=False)  # hashed as it was written
 
     def _merge_plan(self, segments: list[_Segment]) -> _MergePlan | None:
         """The next rewrite the segments need, or None.
@@ -1158,11 +1225,14 @@ class PersistentSpotSigsIndex:
             return None
         return _MergePlan(self, segments[first:], visible[first:])
 
-    def sync_log(self) -> None:
-        """Make the log durable (fsync): what it holds survives a power cut too, not only ``kill -9``."""
-        if self._log is not None:
-            self._log.flush()
-            os.fsync(self._log.fileno())
+    def sync_log(self) -> tuple[str, int] | None:
+        """Make the log durable (fsync): what it holds survives a power cut too, not only ``kill -9``. Returns the
+        log's name and its bytes now (a caller's ``log_synced`` when it opens the index again)."""
+        if self._log is None:
+            return None
+        self._log.flush()
+        os.fsync(self._log.fileno())
+        return self._log_path.name, self._log.tell()
 
     def close(self) -> None:
         if self._merge is not None:  # not swapped in: its files go, and the next open plans it again

@@ -102,6 +102,8 @@ def format_summary(runs: list[dict], store_uri: str) -> str:
         f"  failed and skipped pages: newsdedup failures --storage {store_uri}",
         f"  see who published each reprinted story first, and who copied it: "
         f"newsdedup report --storage {store_uri} -o report.html",
+        f"  browse what spread, each story's copies and search it in the monitoring desk "
+        f"(pip install 'newsdedup[serve]'): newsdedup serve --storage {store_uri}",
     ]
     return "\n".join(lines)
 
@@ -112,7 +114,7 @@ def _indent(text: str) -> str:
 
 def serve_demo(*, sites_out: str, port: int = 0, day: int = 1) -> int:
     """Serve the demo mini-portal on 127.0.0.1 until interrupted, its site file written to ``sites_out``:
-    a portal to try ``newsdedup crawl -a sites=FILE`` on by hand (and the one CI crawls from an empty folder)."""
+    a portal to try ``newsdedup crawl --sites FILE`` on by hand (and the one CI crawls from an empty folder)."""
     import signal
     import threading
 
@@ -126,7 +128,7 @@ def serve_demo(*, sites_out: str, port: int = 0, day: int = 1) -> int:
         partial.write_text(server.sites_toml(), encoding="utf-8")
         partial.replace(sites_file)
         print(f"Serving the demo mini-portal (day {day}) at {server.base_url}; its site file is {sites_file}.\n"
-              f"Crawl it from another shell: newsdedup crawl -a sites={sites_file} "
+              f"Crawl it from another shell: newsdedup crawl --sites {sites_file} "
               "-s DOWNLOAD_DELAY=0 -s AUTOTHROTTLE_ENABLED=False\nStop with Ctrl-C.", flush=True)
         stop.wait()
     return 0

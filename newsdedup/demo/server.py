@@ -7,7 +7,7 @@ benchmark and the crawl tests all run on it::
 
     with DemoPortalServer(day=1) as server:
         Path("demo-sites.toml").write_text(server.sites_toml(), encoding="utf-8")
-        ...  # scrapy crawl portal -a sites=demo-sites.toml
+        ...  # scrapy crawl portal --sites demo-sites.toml
         server.set_day(2)  # the list pages now link to new articles
 
 Responses look like a portal's: ``Content-Type`` with the page's charset (or none), ``Last-Modified`` when the
@@ -73,6 +73,8 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self.requests_served: collections.Counter[str] = collections.Counter()
         """Requests received per URL path (query dropped), robots.txt and 404s included."""
+        self.requests_received: collections.Counter[str] = collections.Counter()
+        """Requests received per request target as the client sent it (path and query, percent-escapes kept)."""
 
     @property
     def base_url(self) -> str:
@@ -122,9 +124,10 @@ class LoopbackServer:
         """The response for ``path`` (None: 404)."""
         return self._pages(path)
 
-    def _count(self, path: str) -> None:
+    def _count(self, path: str, target: str) -> None:
         with self._lock:
             self.requests_served[path] += 1
+            self.requests_received[target] += 1
 
 
 def _regex_escape_url(url: str) -> str:
@@ -236,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _respond(self, *, include_body: bool) -> None:
         server: LoopbackServer = self.server.loopback  # type: ignore[attr-defined]
         path = urlsplit(self.path).path or "/"
-        server._count(path)
+        server._count(path, self.path)
         page = server.response(path)
         status = 200 if page is not None else 404
         page = page or _NOT_FOUND

@@ -6,17 +6,20 @@ Portals publish one article under several URLs: a mobile twin (``m.sohu.com/a/..
 
     [site.canonical]
     hosts = { "m.sohu.com" = "www.sohu.com" }   # host -> host (the port is kept)
-    keep_query = []                              # query parameters kept, in their order; the rest dropped
+    keep_query = []                              # query parameters kept, in the URL's order; the rest dropped
     scheme = "https"                             # optional
 
-``keep_query`` left out keeps the query as it is; ``keep_query = []`` drops all of it. The fragment is always
-dropped. The spider requests the canonical URL, so twins are fetched once, and the URL filter, ``export`` and
-the report all see that one URL.
+``keep_query`` left out keeps the query as it is; ``keep_query = []`` drops all of it. The parameters kept keep the
+portal's own text (``url=http://x.cn/y``, ``q=a%20b``, a bare ``id``: as the portal wrote them, not re-encoded),
+since the URL requested must be the portal's. The fragment is always dropped. The spider requests the canonical URL,
+so twins are fetched once, and the URL filter, ``export`` and the report all see that one URL.
 
 >>> rules = parse_canonical({"hosts": {"m.sohu.com": "www.sohu.com"}, "keep_query": ["id"], "scheme": "https"},
 ...                         "site 'sohu'", ("sohu.com",))
 >>> rules.apply("http://M.Sohu.com/a/123_456?spm=smpc.home&id=7&from=timeline#comments")
 'https://www.sohu.com/a/123_456?id=7'
+>>> rules.apply("http://m.sohu.com/a/1?url=http://x.cn/y&q=a%20b&id&from=1")
+'https://www.sohu.com/a/1?id'
 >>> IDENTITY.apply("http://m.sohu.com/a/1_2?x=1#c")
 'http://m.sohu.com/a/1_2?x=1#c'
 """
@@ -27,7 +30,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
+
+from w3lib.url import url_query_cleaner
 
 from newsdedup.discovery.listsources import SourceConfigError
 
@@ -51,12 +56,15 @@ class CanonicalRules:
         scheme = self.scheme or parts.scheme.lower()
         host = (parts.hostname or "").rstrip(".")
         host = self.hosts.get(host, host)
+        if ":" in host:  # an IPv6 address keeps its brackets
+            host = f"[{host}]"
         netloc = host if parts.port is None else f"{host}:{parts.port}"
-        query = parts.query
-        if self.keep_query is not None:
-            kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k in self.keep_query]
-            query = urlencode(kept)
-        return urlunsplit((scheme, netloc, parts.path or "/", query, ""))
+        url = urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+        if self.keep_query is None:
+            return url
+        # Each kept parameter as the portal wrote it (parse_qsl and urlencode would re-encode url=http://x.cn/y,
+        # turn %20 into + and a bare ?id into ?id=); repeated ones kept too.
+        return url_query_cleaner(url, self.keep_query, unique=False)
 
 
 IDENTITY = CanonicalRules(active=False)

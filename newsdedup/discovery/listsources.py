@@ -31,7 +31,9 @@ Four kinds (README.md, *Site file*)::
 ``{offset}``, ``(page - first_page) * page_size`` for feeds that count items (``offset=0&limit=20``);
 ``first_url`` gives a first page that does not follow the pattern (163's ``cm_guonei.js`` before
 ``cm_guonei_02.js``). :class:`Pager` decides which page comes next: paging stops at the first page that brings no
-article link the URL filter does not already know, at an empty page, or at ``max_pages``.
+article link the URL filter does not already know, at an empty page, or at ``max_pages``. A page that only names
+sitemaps (a sitemap index, robots.txt) is not one of the ``max_pages``: under ``max_pages = 1`` an index's first
+sitemap is still read (index pages have a limit of their own, ``max_pages`` more, against an index naming itself).
 
 >>> source = parse_sources([{"kind": "json", "url": "https://feed.example.com/roll?page={page}",
 ...                          "items": "result.data", "link": "url"}], "site 'x'", ("example.com",), 3)[0]
@@ -63,6 +65,8 @@ HTML_LINKS = "html"
 SCRIPT_LINKS = "scripts"
 DEFAULT_MAX_PAGES = 10
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# The names the crawl gives start URLs that are feeds or sitemaps (newsdedup.discovery.startsources).
+_START_SOURCE_NAME = re.compile(r"start[1-9][0-9]*-(?:feed|sitemap|json)")
 _COMMON_KEYS = ("name", "kind", "url", "first_url", "first_page", "page_size", "max_pages")
 _ITEM_KEYS = ("items", "link", "link_template", "title", "time")
 _KEYS_OF_KIND = {
@@ -125,16 +129,17 @@ class Pager:
     resumed ``JOBDIR`` crawl picks the paging up where it was."""
 
     def __init__(self, source: ListSource, *, page: int | None = None, pages: int = 0,
-                 queued: Sequence[str] = ()) -> None:
+                 queued: Sequence[str] = (), indexes: int = 0) -> None:
         self.source = source
         self.pages = pages  # pages answered (read or failed)
+        self.indexes = indexes  # of them, pages that only named sitemaps (not counted against max_pages)
         self.page = source.first_page if page is None else page
         self.queued: deque[str] = deque(queued)  # sitemaps an index or robots.txt named, not fetched yet
         self.stop_reason: str | None = None
 
     def state(self) -> dict[str, Any]:
         """What a page's request carries, to resume the paging with when it is answered."""
-        return {"page": self.page, "pages": self.pages, "queued": list(self.queued)}
+        return {"page": self.page, "pages": self.pages, "queued": list(self.queued), "indexes": self.indexes}
 
     def next_url(self) -> str:
         """The first page's URL."""
@@ -144,6 +149,8 @@ class Pager:
         """A page was read: ``links`` article links on it, ``new`` of them unknown so far, ``children`` sitemaps it
         names. Returns the next page's URL, or None (``stop_reason`` says why)."""
         self.pages += 1
+        if children and not links:
+            self.indexes += 1
         self.queued.extendleft(reversed(children))  # an index's sitemaps come before the ones queued earlier
         if not children:
             if links == 0:
@@ -169,7 +176,7 @@ class Pager:
         return self._next()
 
     def _next(self) -> str | None:
-        if self.pages >= self.source.max_pages:
+        if self.pages - self.indexes >= self.source.max_pages or self.indexes > self.source.max_pages:
             if self.queued or self.source.paged:
                 return self._stop(STOP_MAX_PAGES)
             return self._stop(STOP_END)
@@ -213,10 +220,12 @@ def _parse_source(entry: dict, where: str, allowed_domains: Sequence[str], max_p
     if kind not in KINDS:
         raise SourceConfigError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
     name = entry.get("name", kind)
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or name in (HTML_LINKS, SCRIPT_LINKS):
+    if (not isinstance(name, str) or not _NAME_RE.fullmatch(name) or name in (HTML_LINKS, SCRIPT_LINKS)
+            or _START_SOURCE_NAME.fullmatch(name)):
         raise SourceConfigError(
             f"{where}: name {name!r} must be lower-case letters, digits, '-' or '_', and not "
-            f"{HTML_LINKS!r} or {SCRIPT_LINKS!r} (the summary's names for links found on list pages)"
+            f"{HTML_LINKS!r} or {SCRIPT_LINKS!r} (the summary's names for links found on list pages) nor "
+            "start<N>-<kind> (the names of start URLs read as sources)"
         )
     where = f"{where} ({name!r})"
     unknown = [key for key in entry if key not in _KEYS_OF_KIND[kind]]

@@ -68,6 +68,8 @@ def describe(near: NearSettings) -> str:
                 f"junk guard {near.spotsigs_min_signatures} spots")
         if containment and near.spotsigs_containment_whole_below is not None:
             text += f", wholly contained below length ratio {near.spotsigs_containment_whole_below}"
+        if containment and near.spotsigs_containment_min_share is not None:
+            text += f", sharing {near.spotsigs_containment_min_share} of the longer text"
         return text + (f"; else the nearest Simhash within k={near.simhash_max_distance}" if near.method == "hybrid" else "")
     if near.method == "simhash":
         return f"{near.simhash_bits}-bit, tf-idf words, k={near.simhash_max_distance}"

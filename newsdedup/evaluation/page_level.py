@@ -88,7 +88,7 @@ def benchmark_sizes(docs: int) -> dict[str, int]:
 def crawl_command(sites_file: Path, storage_uri: str, *, method: str, settings: Mapping[str, object] = ()) -> list[str]:
     """The ``newsdedup crawl`` command line of a page-level run (``settings`` override the defaults)."""
     merged = {**_CRAWL_SETTINGS, "NEWSDEDUP_STORAGE_URI": storage_uri, "NEWSDEDUP_NEAR_METHOD": method, **dict(settings)}
-    command = [sys.executable, "-m", "newsdedup.cli", "crawl", "-a", f"sites={sites_file}"]
+    command = [sys.executable, "-m", "newsdedup.cli", "crawl", "--sites", str(sites_file)]
     for name, value in merged.items():
         command += ["-s", f"{name}={value}"]
     return command

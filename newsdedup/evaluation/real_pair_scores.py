@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from newsdedup.dedup.captions import caption_check, caption_lines
 from newsdedup.dedup.engine import DedupEngine
 from newsdedup.dedup.features import DocFeatures, FeatureConfig, FeatureExtractor
 from newsdedup.dedup.single_pass import NearSettings, SinglePassClusterer, make_detector
@@ -34,6 +35,9 @@ SPOTSIGS_CONTAINMENTS = (None, 0.6, 0.7, 0.8, 0.9)
 #: Each containment setting also with the fallback's whole-containment rule below this length ratio
 #: (``spotsigs_containment_whole_below``; 0.6 was chosen on the tune half, see docs/evaluation.md).
 SPOTSIGS_WHOLE_BELOW = (None, 0.6)
+#: Each containment setting also without issue 34's rule (``spotsigs_containment_min_share``, shipped 0.5: a longer
+#: text whose own story outweighs what it shares is a reuse, not a copy).
+SPOTSIGS_MIN_SHARE = (None, 0.5)
 SIMHASH_DISTANCES = (3, 4, 5, 6)
 #: A setting the tune half suggests must keep this precision (the issue's bar for the held-out half).
 MIN_PRECISION = 0.98
@@ -42,9 +46,10 @@ MIN_PRECISION = 0.98
 def grid() -> list[NearSettings]:
     """Every setting scored: the SpotSigs grid, then the Simhash distances (other parameters at their defaults)."""
     spotsigs = [NearSettings(method="spotsigs", spotsigs_tau=tau, spotsigs_min_containment=containment,
-                             spotsigs_containment_whole_below=whole)
+                             spotsigs_containment_whole_below=whole, spotsigs_containment_min_share=share)
                 for tau in SPOTSIGS_TAUS for containment in SPOTSIGS_CONTAINMENTS
-                for whole in (SPOTSIGS_WHOLE_BELOW if containment is not None else (None,))]
+                for whole in (SPOTSIGS_WHOLE_BELOW if containment is not None else (None,))
+                for share in (SPOTSIGS_MIN_SHARE if containment is not None else (None,))]
     return spotsigs + [NearSettings(method="simhash", simhash_max_distance=k) for k in SIMHASH_DISTANCES]
 
 
@@ -53,8 +58,10 @@ def describe(settings: NearSettings) -> str:
         return f"simhash k={settings.simhash_max_distance}"
     containment = settings.spotsigs_min_containment
     whole = settings.spotsigs_containment_whole_below
+    share = settings.spotsigs_containment_min_share
     return (f"spotsigs tau={settings.spotsigs_tau} containment={'off' if containment is None else containment}"
-            + ("" if containment is None or whole is None else f" whole<{whole}"))
+            + ("" if containment is None or whole is None else f" whole<{whole}")
+            + ("" if containment is None or share is None else f" share>={share}"))
 
 
 class PairJudge:
@@ -77,7 +84,9 @@ class PairJudge:
         config = FeatureConfig(method=settings.method)
         dedup = DedupEngine.in_memory(SinglePassClusterer(make_detector(settings)), expected=2)
         dedup.process("a", self.features(config, a))
-        verdict = dedup.process("b", self.features(config, b))
+        # As the crawl: a caption-only text joins another caption page only with the same captions.
+        verdict = dedup.process("b", self.features(config, b),
+                                confirm=caption_check(b, lambda _: caption_lines(a)))
         return verdict.status in (EXACT_DUPLICATE, NEAR_DUPLICATE) and verdict.duplicate_of == "a"
 
 

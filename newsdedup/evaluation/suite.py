@@ -192,8 +192,11 @@ def run_evaluation(data_dir: Path, out_dir: Path, *, seed: int = 1, page_docs: i
 
                 from newsdedup.evaluation.reuse_scores import held_out
 
+                from newsdedup.evaluation import relations
+
                 results["real_pairs"] = stage_results(data_dir)
                 results["reuse"] = held_out(data_dir)
+                results["relations"] = relations.stage_results(data_dir)
             else:
                 from newsdedup.evaluation.experiments import run_paper_experiments
 
@@ -306,6 +309,10 @@ def format_markdown(results: Mapping) -> str:
         from newsdedup.evaluation.reuse_scores import summary_lines as reuse_lines
 
         lines += ["### Passage reuse on the real labelled pairs", "", *reuse_lines(reuse), ""]
+    if relations := results.get("relations"):
+        from newsdedup.evaluation.relations import markdown as relations_markdown
+
+        lines += relations_markdown(relations)
     if experiments := results.get("experiments"):
         from newsdedup.evaluation.experiments import format_markdown as experiments_markdown
 
@@ -347,6 +354,10 @@ def format_summary(results: Mapping) -> str:
         from newsdedup.evaluation.reuse_scores import summary_lines as reuse_lines
 
         lines += reuse_lines(reuse)
+    if relations := results.get("relations"):
+        from newsdedup.evaluation.relations import lines as relations_lines
+
+        lines += relations_lines(relations)
     if experiments := results.get("experiments"):
         lines.append("papers' experiments: " + ", ".join(experiments["plots"]))
     return "\n".join([*lines, f"seconds: {results['meta'].get('seconds')}"])

@@ -44,7 +44,7 @@ from newsdedup.extract.template import (
     PARAGRAPH_CHARS, line_hash, normalized_line_hashes, page_blocks, speaks_of_headline, strip_boilerplate,
 )
 
-__all__ = ["Article", "SkipPage", "SKIP_REASONS", "extract_article"]
+__all__ = ["Article", "ExtractOptions", "SkipPage", "SKIP_REASONS", "extract_article"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +136,18 @@ _PARSER.set_element_class_lookup(etree.ElementDefaultClassLookup(
     element=lxml.html.HtmlElement, comment=lxml.html.HtmlComment, pi=lxml.html.HtmlProcessingInstruction,
     entity=lxml.html.HtmlEntity,
 ))
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """The run's extraction settings (``NEWSDEDUP_EXTRACT_*``; :func:`newsdedup.run.options.extract_options`), handed
+    to a worker with each page, so picklable; here, beside :func:`extract_article`, so the run's policy reads them
+    without the crawl's glue."""
+
+    min_chars: int = defaults.NEWSDEDUP_EXTRACT_MIN_CHARS
+    brief_chars: int = defaults.NEWSDEDUP_EXTRACT_BRIEF_CHARS
+    max_bytes: int = defaults.NEWSDEDUP_EXTRACT_MAX_BYTES
+    keep_shared_prose: bool = True  # False when a template failure is retried (see strip_boilerplate)
 
 
 @dataclass(frozen=True)

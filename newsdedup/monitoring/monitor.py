@@ -46,7 +46,7 @@ def crawl_command(*, storage_uri: str, sites: str | None = None, site: str | Non
     if settings_file:
         command += ["--settings", settings_file]
     if sites:
-        command += ["-a", f"sites={sites}"]
+        command += ["--sites", sites]
     if site:
         command += ["-a", f"site={site}"]
     command += ["-s", f"NEWSDEDUP_STORAGE_URI={storage_uri}"]
@@ -131,13 +131,14 @@ class Monitor:
         return status
 
     def run(self) -> int:
-        """Loop until stopped (or ``runs`` runs); 0 when every run succeeded, else 1."""
+        """Loop until stopped (or ``runs`` crawls: a tick skipped because another run held the lock is not one);
+        0 when every run succeeded, else 1."""
         failed = done = 0
         next_start = time.monotonic()
         while not self._stop.is_set():
             status = self.run_once()
-            done += 1
             if status is not None:
+                done += 1
                 # A crawl this monitor interrupted on its way out (SIGTERM) did not fail: it was stopped.
                 stopped_by_us = self._stop.is_set() and status == ExitCode.INTERRUPTED
                 failed += status != 0 and not stopped_by_us

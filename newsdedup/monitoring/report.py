@@ -93,9 +93,11 @@ REPORT_SCHEMA = {
                 "quoted_by": {"type": "array", "minItems": 1, "items": {
                     "type": "object",
                     "required": ["url", "site", "title", "dated_at", "fetched_at", "chars", "fraction",
-                                 "source_fraction", "passages"],
+                                 "source_fraction", "basis", "passages"],
                     "properties": {
                         "chars": {"type": "integer", "minimum": 1},
+                        # What put the quoted story first: its earlier publication, or (a time unknown) its arrival.
+                        "basis": {"enum": ["published", "arrival"]},
                         "fraction": {"type": "number", "minimum": 0, "maximum": 1},
                         "source_fraction": {"type": "number", "minimum": 0, "maximum": 1},
                         "passages": {"type": "array", "minItems": 1, "items": {
@@ -154,7 +156,7 @@ def quoted_stories(reuses: Iterable[StoredReuse]) -> list[dict]:
         story["quoted_by"].append({
             "url": reuse.url, "site": reuse.site, "title": reuse.title, "dated_at": reuse.dated_at,
             "fetched_at": reuse.fetched_at, "chars": reuse.chars, "fraction": reuse.fraction,
-            "source_fraction": reuse.source_fraction,
+            "source_fraction": reuse.source_fraction, "basis": reuse.basis,
             "passages": [{**dict(zip(PASSAGE_FIELDS, passage)),
                           "text": reuse.source_text[passage[2]:passage[2] + passage[3]]} for passage in reuse.passages],
         })
@@ -332,7 +334,8 @@ def _quoted_html(quoted: list[dict], colours: dict, passage_chars: int = 240) ->
                 f'<blockquote>{html.escape(p["text"][:passage_chars])}{"…" if len(p["text"]) > passage_chars else ""}'
                 "</blockquote>" for p in quote["passages"])
             out.append(f'<tr><td>{_chip(quote["site"], colours)} <a href="{html.escape(quote["url"])}">'
-                       f'{html.escape(quote["title"] or quote["url"])}</a></td><td>{_china(quote["dated_at"])}</td>'
+                       f'{html.escape(quote["title"] or quote["url"])}</a></td><td>{_china(quote["dated_at"])}'
+                       f'{"" if quote["basis"] == "published" else " (by arrival)"}</td>'
                        f'<td class="n">{quote["chars"]}</td><td class="n">{quote["source_fraction"]:.0%}</td>'
                        f"<td>{passages}</td></tr>")
         out.append("</table></div>")

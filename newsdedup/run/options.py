@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from newsdedup import defaults
-from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.run.retry import RetryPolicy
 
 # Words that switch an optional number off (``-s NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT=none``).
@@ -109,7 +109,7 @@ def state_dir(settings, storage_uri: str):
     """``NEWSDEDUP_STATE_DIR`` as a folder (a Path), None when off (``none``) or for an in-memory store."""
     from pathlib import Path
 
-    from newsdedup.dedup.store_state import default_state_dir
+    from newsdedup.dedupstore.state import default_state_dir
 
     value = get_str(settings, "NEWSDEDUP_STATE_DIR").strip()
     if value.lower() in ("none", "off", ""):
@@ -165,6 +165,7 @@ def near_settings(settings) -> NearSettings:
         spotsigs_min_containment=get_optional(settings, "NEWSDEDUP_SPOTSIGS_MIN_CONTAINMENT"),
         spotsigs_containment_min_spots=get_int(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SPOTS", minimum=0),
         spotsigs_containment_whole_below=get_optional(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_WHOLE_BELOW"),
+        spotsigs_containment_min_share=get_optional(settings, "NEWSDEDUP_SPOTSIGS_CONTAINMENT_MIN_SHARE"),
         esimhash_max_distance=get_int(settings, "NEWSDEDUP_ESIMHASH_MAX_DISTANCE", minimum=0),
         esimhash_weight_cap=get_float(settings, "NEWSDEDUP_ESIMHASH_WEIGHT_CAP"),
         esimhash_max_bigrams=get_int(settings, "NEWSDEDUP_ESIMHASH_MAX_BIGRAMS", minimum=1),

@@ -11,18 +11,20 @@ package so that an upgrade keeps them::
 
 Its values sit over the shipped defaults (:mod:`newsdedup.defaults`) and under ``-s`` on the command line, and the
 crawl checks them as it checks ``-s`` values. A setting name that is not upper case, or a ``NEWSDEDUP_*`` name
-that does not exist (a typo would otherwise be ignored silently), is an error that names the file and the key.
+that does not exist (a typo would otherwise be ignored silently), is an error that names the file and the key; a
+``NEWSDEDUP_*`` name given with ``-s`` is checked the same way (:func:`check_names`).
 
 >>> parse_settings('NEWSDEDUP_WORKERS = 2\\nDOWNLOAD_DELAY = 0.5', source="my.toml")
 {'NEWSDEDUP_WORKERS': 2, 'DOWNLOAD_DELAY': 0.5}
 >>> parse_settings('NEWSDEDUP_WORKRES = 2', source="my.toml")
 Traceback (most recent call last):
 ...
-newsdedup.run.options.SettingError: my.toml: unknown setting NEWSDEDUP_WORKRES (the NEWSDEDUP_* settings are listed in docs/settings.md)
+newsdedup.run.options.SettingError: my.toml: unknown setting NEWSDEDUP_WORKRES (did you mean NEWSDEDUP_WORKERS? the NEWSDEDUP_* settings are listed in docs/settings.md)
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -53,7 +55,23 @@ def parse_settings(text: str, *, source: str = "<string>") -> dict[str, Any]:
     for name in data:
         if not _SETTING_NAME.fullmatch(name):
             raise SettingError(f"{source}: {name!r} is not a setting name (Scrapy's are upper case: DOWNLOAD_DELAY)")
-        if name.startswith("NEWSDEDUP_") and not hasattr(defaults, name):
-            raise SettingError(f"{source}: unknown setting {name} (the NEWSDEDUP_* settings are listed in "
-                               "docs/settings.md)")
+    check_names(data, source=source)
     return data
+
+
+def check_names(names, *, source: str) -> None:
+    """Raise :class:`SettingError` for a ``NEWSDEDUP_*`` name that does not exist, wherever it was given (a settings
+    file, ``-s NAME=VALUE``): Scrapy keeps any name, so a typo would be ignored silently.
+
+    >>> check_names(["NEWSDEDUP_RETENTON_DAYS"], source="-s")
+    Traceback (most recent call last):
+    ...
+    newsdedup.run.options.SettingError: -s: unknown setting NEWSDEDUP_RETENTON_DAYS (did you mean NEWSDEDUP_RETENTION_DAYS? the NEWSDEDUP_* settings are listed in docs/settings.md)
+    """
+    known = [name for name in vars(defaults) if name.startswith("NEWSDEDUP_")]
+    for name in names:
+        if name.startswith("NEWSDEDUP_") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise SettingError(f"{source}: unknown setting {name} ({hint}the NEWSDEDUP_* settings are listed in "
+                               "docs/settings.md)")

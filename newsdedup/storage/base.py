@@ -2,7 +2,7 @@
 
 The database is the source of truth: the dedup indexes (Bloom filters, Simhash and SpotSigs
 indexes, cluster centres) are caches of it, persisted beside it or rebuilt from it when a crawl starts
-(newsdedup.dedup.store_state).  A backend implements
+(newsdedup.dedupstore.state).  A backend implements
 :class:`ArticleStore`; :func:`newsdedup.storage.open_store` picks one by URI scheme.
 """
 
@@ -62,19 +62,30 @@ class ReuseRecord:
     fraction: float  # of the article's non-whitespace characters
     source_fraction: float  # of the source's
     passages: tuple[tuple[int, int, int, int, int], ...]
+    # The direction's basis: "published" (the story published first is the quoted one) or "arrival" (a time
+    # unknown or both the same: the one stored first is).
+    basis: str = "arrival"
+    # True: the stored story ``source_id``, published after this article, quotes it (the article arrived later).
+    # Passages and fractions are then the quoting story's view: ``start``/``fraction`` index and count that story's
+    # text, ``source_start``/``source_fraction`` this article's; the store writes the row of that story.
+    quoted_by: bool = False
 
     def as_dict(self) -> dict:
         """The plain form ``newsdedup export``, feed exports and a distributed crawl's verdicts carry."""
-        return {
+        value = {
             "source_url": self.source_url, "source_cluster_id": self.source_id, "chars": self.chars,
             "fraction": self.fraction, "source_fraction": self.source_fraction,
-            "passages": [dict(zip(PASSAGE_FIELDS, passage)) for passage in self.passages],
+            "passages": [dict(zip(PASSAGE_FIELDS, passage)) for passage in self.passages], "basis": self.basis,
         }
+        if self.quoted_by:  # only on a page's verdict: a stored row always reads "this article quotes its source"
+            value["quoted_by"] = True
+        return value
 
     @classmethod
     def from_dict(cls, value: dict) -> ReuseRecord:
         return cls(value["source_cluster_id"], value["source_url"], value["chars"], value["fraction"],
-                   value["source_fraction"], tuple(tuple(p[f] for f in PASSAGE_FIELDS) for p in value["passages"]))
+                   value["source_fraction"], tuple(tuple(p[f] for f in PASSAGE_FIELDS) for p in value["passages"]),
+                   value.get("basis", "arrival"), bool(value.get("quoted_by", False)))
 
 
 PASSAGE_FIELDS = ("start", "length", "source_start", "source_length", "chars")
@@ -99,6 +110,7 @@ class StoredReuse:
     chars: int
     fraction: float
     source_fraction: float
+    basis: str  # what decided the direction: "published" or "arrival" (ReuseRecord.basis)
     passages: tuple[tuple[int, int, int, int, int], ...]
 
 
@@ -173,15 +185,29 @@ class SiteRunRecord:
     failed: int = 0
 
 
+# How a store's message names the option that picks the database: the crawl's spelling. A command that takes
+# --storage shows the message with its own (StoreError.for_option).
+STORAGE_OPTION = "-s NEWSDEDUP_STORAGE_URI="
+
+
 class StoreError(Exception):
     """The database cannot be used (corrupt, foreign, newer, locked by another run, unreachable).
 
     The message is one line that names the database and what to do about it.
     """
 
+    def for_option(self, option: str) -> str:
+        """The message, naming the database option as a command takes it (``--storage URI``: ``"--storage "``)."""
+        return str(self).replace(STORAGE_OPTION, option)
+
 
 class StoreInUse(StoreError):
     """Another crawl holds this database's run lock."""
+
+
+class RunLockLost(StoreError):
+    """The connection that held this run's lock is gone (the server stopped, restarted or dropped it): another
+    crawl may be writing now, so this one writes no more and should stop."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +269,19 @@ class ClusterMember:
     fingerprint: bytes = b""  # exact-text fingerprint: members with equal ones carry the same text
 
 
+class SearchHit(NamedTuple):
+    """An article whose title or text matched a full-text search (:meth:`ArticleStore.search_articles`)."""
+
+    id: int
+    url: str
+    site: str | None
+    title: str | None
+    dated_at: str
+    fetched_at: str
+    cluster_id: int | None
+    status: str
+
+
 @dataclass
 class StoreCounts:
     articles: int = 0
@@ -284,6 +323,10 @@ class ArticleStore(Protocol):
 
     def on_commit(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every successful commit."""
+        ...
+
+    def on_lock_lost(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(message)`` once when the run lock is found lost (:class:`RunLockLost`)."""
         ...
 
     def pending_count(self) -> int:
@@ -379,7 +422,7 @@ class ArticleStore(Protocol):
     def iter_articles_after(self, after: int, *, spots: bool = False) -> Iterator[StoredRow]:
         """Committed articles with an id above ``after``, in id order, with their story's current activity (and
         with ``spots`` their packed spots): what a persisted dedup state catches up from
-        (newsdedup.dedup.store_state)."""
+        (newsdedup.dedupstore.state)."""
         ...
 
     def iter_repeats_after(self, after: int) -> Iterator[StoredRow]:
@@ -420,10 +463,33 @@ class ArticleStore(Protocol):
         """The text of a stored (or pending) article; None when there is none with this id."""
         ...
 
+    def article_title(self, article_id: int) -> str | None:
+        """The title of a stored (or pending) article; None when it has none or there is none with this id."""
+        ...
+
     def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
-                    query: str | None = None) -> Iterator[StoredReuse]:
+                    query: str | None = None, cluster: int | None = None) -> Iterator[StoredReuse]:
         """Passage reuses by pages fetched since ``since``, where the page or the story it quotes is of one of
-        ``sites`` and has ``query`` in its title or text; grouped by the story quoted, most characters first."""
+        ``sites`` and has ``query`` in its title or text (and, with ``cluster``, one of the two is that story); grouped by the story quoted, most characters first."""
+        ...
+
+    def cluster_members(self, cluster_id: int) -> list[ClusterMember]:
+        """The pages of one story (articles and exact repeats), the origin first."""
+        ...
+
+    def cluster_texts(self, cluster_id: int) -> dict[str, str]:
+        """The stored text of each page of a story, by URL."""
+        ...
+
+    def iter_site_runs(self, *, since: str | None = None) -> Iterator[SiteRunRecord]:
+        """Each site's figures for each run started since ``since``, newest run first."""
+        ...
+
+    def last_run_finished_at(self) -> str | None: ...
+
+    def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
+                        limit: int = 5000) -> list[SearchHit]:
+        """Articles whose title or text contains every term (any case), the last stored first (the full-text index)."""
         ...
 
     def counts(self) -> StoreCounts: ...

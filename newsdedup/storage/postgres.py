@@ -30,8 +30,9 @@ from psycopg import errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from newsdedup import defaults  # the shipped defaults, written there only
-from newsdedup.storage.base import StoreError, StoreInUse
+from newsdedup.storage.base import STORAGE_OPTION, RunLockLost, StoreError, StoreInUse
 from newsdedup.storage.sql import (
+    ALERTS_TABLE,
     ARTICLE_COLUMNS,
     FAILURE_COLUMNS,
     OWN_TABLES,
@@ -41,6 +42,7 @@ from newsdedup.storage.sql import (
     SCHEMA_VERSION,
     SKIPPED_COLUMNS,
     SQLStore,
+    like_pattern,
     pg_sql,
     schema,
     statements,
@@ -52,7 +54,8 @@ logger = logging.getLogger(__name__)
 # crawl, and the schema lock, held while a transaction creates the tables.
 RUN_LOCK_KEY = 0x6E657773  # "news"
 SCHEMA_LOCK_KEY = 0x6E657774
-_WHAT_TO_DO = "use a database of its own for newsdedup (createdb newsdedup) and point NEWSDEDUP_STORAGE_URI at it"
+_WHAT_TO_DO = (f"use a database of its own for newsdedup (createdb newsdedup) and name it "
+               f"({STORAGE_OPTION}postgresql://USER@HOST/newsdedup)")
 _cursor_names = count(1)
 # Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes v - 1 to v
 # (as newsdedup.storage.sqlite's; PostgreSQL databases start at version 4).
@@ -66,7 +69,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table; older articles have none.
     6: tuple(statements(REUSES_TABLE.format(**POSTGRES_TYPES))),
+    # Full-text search: _add_search adds the trigram indexes; alerts owed and sent (newsdedup alerts).
+    7: tuple(statements(ALERTS_TABLE.format(**POSTGRES_TYPES))),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    8: ("ALTER TABLE reuses ADD COLUMN IF NOT EXISTS basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
+# Full-text search (the monitoring desk): pg_trgm's GIN indexes answer ILIKE '%term%' over titles and texts, the same
+# substring match as SQLite's FTS5 trigram index; PostgreSQL updates them in the transaction that writes the article.
+SEARCH_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS articles_title_trgm ON articles USING gin (title gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS articles_text_trgm ON articles USING gin (text gin_trgm_ops)",
+)
 _APPLICATION = "newsdedup "  # application_name of the writer connection: "newsdedup pid N on HOST"
 
 
@@ -173,6 +186,7 @@ class PostgresStore(SQLStore):
                     conn.execute(statement)
                 conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s) ON CONFLICT DO NOTHING",
                              (str(SCHEMA_VERSION),))
+                self._add_search(conn)
                 return
         if not str(version).isdigit():
             raise StoreError(f"{self.name}: schema_version {version!r} is not a number: {_WHAT_TO_DO}")
@@ -190,7 +204,28 @@ class PostgresStore(SQLStore):
                 for target in range(current + 1, SCHEMA_VERSION + 1):  # another process may have migrated meanwhile
                     for statement in MIGRATIONS[target]:
                         conn.execute(statement)
+                    if target == 7:
+                        self._add_search(conn)
                     conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
+
+    def _add_search(self, conn: psycopg.Connection) -> None:
+        """The trigram indexes of full-text search. Without the pg_trgm extension (not installed on the server, or
+        the user may not create it) search still works, reading every row: a warning says how to add them."""
+        try:
+            with conn.transaction():  # a savepoint: a refused extension leaves the schema's transaction usable
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+                for statement in SEARCH_INDEXES:
+                    conn.execute(statement)
+        except psycopg.Error as exc:
+            logger.warning("%s: no full-text index (%s); search reads every article. A superuser can add it: "
+                           "CREATE EXTENSION pg_trgm; %s", self.name, " ".join(str(exc).split()),
+                           "; ".join(SEARCH_INDEXES))
+            return
+        ctype = conn.execute("SHOW lc_ctype").fetchone()[0]
+        if ctype in ("C", "POSIX"):  # pg_trgm takes only letters and digits as the locale classifies them
+            logger.warning("%s: its LC_CTYPE is %s, where Chinese characters are not letters: the trigram index holds "
+                           "none of them and a search of Chinese words reads every article. Create the database with "
+                           "a UTF-8 locale (createdb --locale=C.UTF-8 --template=template0 ...)", self.name, ctype)
 
     def _unusable(self, exc: Exception) -> str:
         return f"{self.name} is not a usable newsdedup database ({' '.join(str(exc).split())}): {_WHAT_TO_DO}"
@@ -211,12 +246,25 @@ class PostgresStore(SQLStore):
             if missing:
                 raise StoreError(f"{self.name}: table {table} lacks column(s) {', '.join(missing)}: {_WHAT_TO_DO}")
 
+    def _run_lock_gone(self) -> bool:
+        if not self._locked:
+            return False
+        writer = self._writer
+        if writer is None or writer.closed or writer.broken:
+            return True
+        try:  # a server that went away is seen here at once, not after a read waited for the pool
+            writer.execute("SELECT 1")
+            return False
+        except psycopg.Error:
+            return True
+
     def _writer_connection(self) -> psycopg.Connection:
         if self._writer is None or self._writer.closed:
             if self._locked:
                 # The connection that held the run lock is gone, and the lock with it: another process may be
                 # writing now. Never write without it.
-                raise StoreError(f"{self.name}: the connection holding the run lock was lost; this crawl stops writing")
+                self._lose_run_lock()
+                raise RunLockLost(self.lock_lost)
             name = f"{_APPLICATION}pid {os.getpid()} on {socket.gethostname()}"[:63]
             self._writer = psycopg.connect(self.uri, autocommit=True, connect_timeout=10, application_name=name)
             # A commit waits this long for a row another transaction holds, then fails and is retried.
@@ -272,23 +320,44 @@ class PostgresStore(SQLStore):
         return self._pool
 
     def _read(self, sql: str, params: Any = ()) -> _Rows:
-        with self.pool.connection() as conn:
+        with self._reading() as conn:
             cursor = conn.execute(pg_sql(sql), params)
             return _Rows(cursor.fetchall() if cursor.description else [], cursor.rowcount)
 
     def _stream(self, sql: str, params: Any = ()) -> Iterator[tuple]:
         # A server-side cursor: rows arrive a thousand at a time instead of all at once.
-        with self.pool.connection() as conn, conn.transaction():
+        with self._reading() as conn, conn.transaction():
             with conn.cursor(name=f"newsdedup_{next(_cursor_names)}") as cursor:
                 cursor.itersize = 1000
                 cursor.execute(pg_sql(sql), params)
                 yield from cursor
 
     @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection to read on. Once the run lock is lost the crawl is stopping: reads fail at once
+        instead of each waiting for the pool, and a read failing because the server went away finds it lost."""
+        if self.lock_lost is not None:
+            raise RunLockLost(self.lock_lost)
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            if self._run_lock_gone():
+                self._lose_run_lock()
+                raise RunLockLost(self.lock_lost) from None
+            raise StoreError(f"{self.name}: cannot read ({' '.join(str(exc).split())})") from None
+
+    @contextmanager
     def _write(self) -> Iterator[_Transaction]:
         conn = self._writer_connection()
         with conn.transaction():
             yield _Transaction(conn)
+
+    def _match_condition(self, terms: tuple[str, ...]) -> tuple[str, list]:
+        # ILIKE: the pg_trgm indexes serve terms of three characters or more, shorter ones read the rows.
+        patterns = [like_pattern(term) for term in terms]
+        condition = " AND ".join("(a.title ILIKE ? ESCAPE '!' OR a.text ILIKE ? ESCAPE '!')" for _ in terms)
+        return condition, [p for pattern in patterns for p in (pattern, pattern)]
 
     def _busy(self, exc: Exception) -> bool:
         # A row lock held past lock_timeout, or two transactions that had to be told apart: try again.

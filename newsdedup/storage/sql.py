@@ -44,6 +44,7 @@ from newsdedup.storage.base import (
     FailureRecord,
     ReuseRecord,
     RepeatRecord,
+    SearchHit,
     SiteRunRecord,
     SkippedRecord,
     StoreCounts,
@@ -56,7 +57,7 @@ from newsdedup.text.hashing import from_signed64, to_signed64
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 # Column types that differ: {id} an article id we assign, {serial} an id the database assigns in insert order,
 # {blob} bytes, {real} a double, {bigint} a signed 64-bit integer (Simhash values, cluster ids).
@@ -81,7 +82,10 @@ CREATE INDEX IF NOT EXISTS clusters_last_fetched ON clusters (last_fetched_at);
 """
 # One row per (article, story it reuses passages of): newsdedup.dedup.reuse's passages, as JSON
 # [[start, length, source_start, source_length, chars], ...] (offsets into the two texts). Written in the
-# transaction that stores the article, only when its row was (a URL stored before keeps its first record).
+# transaction that stores the article, only when its row was (a URL stored before keeps its first record). The
+# quoting article is the one published later: a page published before a stored story it shares passages with
+# writes the row of that stored story quoting it. basis: "published" (the publication times decided the
+# direction) or "arrival" (a time unknown or both the same: the arrival order did).
 REUSES_TABLE = """
 CREATE TABLE IF NOT EXISTS reuses (
     article_id {bigint} NOT NULL,
@@ -90,6 +94,7 @@ CREATE TABLE IF NOT EXISTS reuses (
     fraction {real} NOT NULL,
     source_fraction {real} NOT NULL,
     passages TEXT NOT NULL,
+    basis TEXT NOT NULL DEFAULT 'arrival',
     PRIMARY KEY (article_id, source_id)
 );
 CREATE INDEX IF NOT EXISTS reuses_source ON reuses (source_id);
@@ -100,6 +105,26 @@ FETCHED_AT_INDEXES = """
 CREATE INDEX IF NOT EXISTS articles_fetched ON articles (fetched_at, url);
 CREATE INDEX IF NOT EXISTS repeats_fetched ON repeats (fetched_at, url);
 CREATE INDEX IF NOT EXISTS skipped_fetched ON skipped (fetched_at, url);
+"""
+
+# One row per (watch, story, reason) an alert is owed for (newsdedup.monitoring.alerts): what to send (payload, JSON)
+# and whether it was sent. key is the idempotency key the receiver sees; claimed_at marks a sender at work.
+ALERTS_TABLE = """
+CREATE TABLE IF NOT EXISTS alerts (
+    watch TEXT NOT NULL,
+    cluster_id {bigint} NOT NULL,
+    reason TEXT NOT NULL,
+    key TEXT NOT NULL UNIQUE,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    claimed_at TEXT,
+    sent_at TEXT,
+    last_error TEXT,
+    PRIMARY KEY (watch, cluster_id, reason)
+);
+CREATE INDEX IF NOT EXISTS alerts_state ON alerts (state);
 """
 
 SCHEMA_TEMPLATE = """
@@ -186,7 +211,7 @@ CREATE TABLE IF NOT EXISTS site_runs (
     failed INTEGER NOT NULL,
     PRIMARY KEY (run_started_at, site)
 );
-""" + CLUSTERS_TABLE + REUSES_TABLE + FETCHED_AT_INDEXES
+""" + CLUSTERS_TABLE + REUSES_TABLE + FETCHED_AT_INDEXES + ALERTS_TABLE
 
 
 def schema(types: dict[str, str]) -> str:
@@ -214,7 +239,7 @@ SITE_RUN_COLUMNS = (
     "run_started_at", "site", "finished_at", "finish_reason", "exit_code", "list_pages", "article_links",
     "fetched", "stored", "repeats", "skipped", "failed",
 )
-REUSE_COLUMNS = ("article_id", "source_id", "chars", "fraction", "source_fraction", "passages")
+REUSE_COLUMNS = ("article_id", "source_id", "chars", "fraction", "source_fraction", "passages", "basis")
 # Derived on insert from published_at, fetched_at and the URL (newsdedup.storage.origin.date_of).
 DATED_COLUMNS = ("dated_at", "date_basis")
 CLUSTER_COLUMNS = (
@@ -222,7 +247,10 @@ CLUSTER_COLUMNS = (
     "last_fetched_at",
 )
 # The tables of a newsdedup database; another program's database is refused rather than written into.
-OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters", "reuses"}
+OWN_TABLES = {"meta", "articles", "repeats", "skipped", "state", "failures", "site_runs", "clusters", "reuses",
+              "alerts"}
+ALERT_COLUMNS = ("watch", "cluster_id", "reason", "key", "payload", "state", "attempts", "created_at", "claimed_at",
+                 "sent_at", "last_error")
 
 
 @functools.lru_cache(maxsize=512)
@@ -278,9 +306,11 @@ def article_from_row(row: tuple) -> ArticleRecord:
 
 
 def reuse_rows(record: ArticleRecord) -> list[tuple]:
-    """REUSE_COLUMNS values of the article's reuses (the passages as compact JSON)."""
-    return [(record.id, reuse.source_id, reuse.chars, reuse.fraction, reuse.source_fraction,
-             json.dumps([list(p) for p in reuse.passages], separators=(",", ":")))
+    """REUSE_COLUMNS values of the article's reuses (the passages as compact JSON); a reuse of the article by a
+    stored story published after it (``quoted_by``) is that story's row."""
+    return [((reuse.source_id, record.id) if reuse.quoted_by else (record.id, reuse.source_id))
+            + (reuse.chars, reuse.fraction, reuse.source_fraction,
+               json.dumps([list(p) for p in reuse.passages], separators=(",", ":")), reuse.basis)
             for reuse in record.reuses]
 
 
@@ -398,6 +428,8 @@ class SQLStore:
         self._committed: Counter = Counter()
         self._next_id = 1
         self._commit_listeners: list[Callable[[], None]] = []
+        self._lock_lost_listeners: list[Callable[[str], None]] = []
+        self.lock_lost: str | None = None  # why the run lock was lost, once it was
 
     # -- what a backend supplies -------------------------------------------------------------
     name = "database"  # how messages name the database (a path, a URI without its password)
@@ -507,6 +539,8 @@ class SQLStore:
                 committed = self._commit_pending()
                 break
             except self._errors as exc:
+                if self._run_lock_gone():
+                    self._lose_run_lock()
                 if not self._busy(exc) or attempt == self.retries:
                     raise StoreError(self._not_saved(exc)) from None
                 logger.warning("%s: database busy (%s); commit attempt %d of %d again in %g s",
@@ -530,6 +564,23 @@ class SQLStore:
         """Call ``listener()`` after every successful commit (a persisted dedup state follows the store)."""
         self._commit_listeners.append(listener)
 
+    def on_lock_lost(self, listener: Callable[[str], None]) -> None:
+        self._lock_lost_listeners.append(listener)
+
+    def _run_lock_gone(self) -> bool:
+        """Whether this store held the run lock on a connection that is gone (a backend whose lock lives in a
+        server session says; a file lock cannot be lost)."""
+        return False
+
+    def _lose_run_lock(self) -> None:
+        """Note the lost run lock once, and tell the listeners (the crawl stops)."""
+        if self.lock_lost is not None:
+            return
+        self.lock_lost = f"{self.name}: the connection holding the run lock was lost; this crawl stops writing"
+        logger.error("%s", self.lock_lost)
+        for listener in self._lock_lost_listeners:
+            listener(self.lock_lost)
+
     def _not_saved(self, exc: Exception) -> str:
         return (
             f"{self.name}: {self.pending_count()} records could not be saved ({' '.join(str(exc).split())}); "
@@ -547,7 +598,8 @@ class SQLStore:
                     committed[(record.site, record.status)] += 1
                     if record.reuses:
                         tx.executemany(reuse_sql, reuse_rows(record))
-                        committed[(record.site, "reused")] += 1
+                        # Counted as reusing: a page that quotes (a stored story quoting it, published later, is not).
+                        committed[(record.site, "reused")] += any(not reuse.quoted_by for reuse in record.reuses)
             repeat_sql = insert_sql("repeats", REPEAT_COLUMNS + DATED_COLUMNS)
             for record in self._pending_repeats:
                 if tx.execute(repeat_sql, repeat_row(record)).rowcount:
@@ -612,6 +664,13 @@ class SQLStore:
             if record.id == article_id:
                 return record.text
         row = self._read("SELECT text FROM articles WHERE id = ?", (article_id,)).fetchone()
+        return row[0] if row else None
+
+    def article_title(self, article_id: int) -> str | None:
+        for record in reversed(self._pending_articles):
+            if record.id == article_id:
+                return record.title
+        row = self._read("SELECT title FROM articles WHERE id = ?", (article_id,)).fetchone()
         return row[0] if row else None
 
     def url_of(self, article_id: int) -> str | None:
@@ -901,14 +960,14 @@ class SQLStore:
             SELECT a.fetched_at, 0 AS kind, a.id, a.url, a.site, a.title, a.text, a.published_at,
                    a.author, a.source, a.status, a.duplicate_of, a.cluster_id, a.similarity, a.method,
                    a.score, a.measure, c.origin_url,
-                   u.source_id, s.url, u.chars, u.fraction, u.source_fraction, u.passages
+                   u.source_id, s.url, u.chars, u.fraction, u.source_fraction, u.passages, u.basis
             FROM articles a LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
                  LEFT JOIN reuses u ON u.article_id = a.id LEFT JOIN articles s ON s.id = u.source_id
             WHERE {' AND '.join(article_where)}
             UNION ALL
             SELECT r.fetched_at, 1 AS kind, r.id, r.url, r.site, r.title, a.text, r.published_at,
                    r.author, r.source, '{EXACT_DUPLICATE}', r.repeat_of, a.cluster_id, 1.0, 'exact', 1.0, 'exact',
-                   c.origin_url, NULL, NULL, NULL, NULL, NULL, NULL
+                   c.origin_url, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM repeats r LEFT JOIN articles a ON a.url = r.repeat_of
                  LEFT JOIN clusters c ON c.cluster_id = a.cluster_id
             WHERE {' AND '.join(repeat_where)}
@@ -920,8 +979,8 @@ class SQLStore:
             (fetched_at, kind, row_id, url, site, title, text, published_at, author, source, status, duplicate_of,
              cluster_id, similarity, method, score, measure, origin_url) = group[0][:18]
             reuses = [ReuseRecord(source_id, source_url, chars, fraction, source_fraction,
-                                  passages_from_column(passages)).as_dict()
-                      for (source_id, source_url, chars, fraction, source_fraction, passages) in
+                                  passages_from_column(passages), basis=basis).as_dict()
+                      for (source_id, source_url, chars, fraction, source_fraction, passages, basis) in
                       (row[18:] for row in group) if source_id is not None]
             table = "repeats" if kind else "articles"
             after[table] = max(after.get(table, 0), row_id)
@@ -934,9 +993,12 @@ class SQLStore:
             }
 
     def iter_reuses(self, *, since: str | None = None, sites: tuple[str, ...] = (),
-                    query: str | None = None) -> Iterator[StoredReuse]:
+                    query: str | None = None, cluster: int | None = None) -> Iterator[StoredReuse]:
         self.flush()
         where, params = ["TRUE"], []
+        if cluster is not None:  # the passages this story quotes and those quoted from it
+            where.append("(a.cluster_id = ? OR s.cluster_id = ?)")
+            params += [cluster, cluster]
         if since is not None:
             where.append("a.fetched_at >= ?")
             params.append(since)
@@ -951,13 +1013,124 @@ class SQLStore:
             params += [pattern] * 4
         rows = self._read(
             f"""SELECT a.url, a.site, a.title, a.dated_at, a.fetched_at, s.cluster_id, s.url, s.site, s.title,
-                       s.dated_at, s.text, u.chars, u.fraction, u.source_fraction, u.passages
+                       s.dated_at, s.text, u.chars, u.fraction, u.source_fraction, u.basis, u.passages
                 FROM reuses u JOIN articles a ON a.id = u.article_id JOIN articles s ON s.id = u.source_id
                 WHERE {' AND '.join(where)} ORDER BY s.dated_at DESC, s.id, u.chars DESC, a.id""",
             params,
         ).fetchall()
         for row in rows:
             yield StoredReuse(*row[:-1], passages=passages_from_column(row[-1]))
+
+    # -- full-text search (the monitoring desk) -----------------------------------------------------
+    def _match_condition(self, terms: tuple[str, ...]) -> tuple[str, list]:
+        """A condition on articles ``a``: its title or text contains every term (any case); the backend's index."""
+        raise NotImplementedError
+
+    def search_articles(self, terms: Iterable[str], *, since: str | None = None, sites: tuple[str, ...] = (),
+                        limit: int = 5000) -> list[SearchHit]:
+        """The ``limit`` articles stored last whose title or text contains every one of ``terms`` (substrings, any case),
+        fetched since ``since``, on one of ``sites`` (any when empty). Both backends give the same rows: SQLite through
+        its FTS5 trigram index, PostgreSQL through pg_trgm GIN indexes; terms shorter than a trigram are matched
+        with LIKE."""
+        terms = tuple(t for t in terms if t)
+        if not terms:
+            return []
+        self.flush()
+        condition, params = self._match_condition(terms)
+        where = [condition]
+        if since is not None:
+            where.append("a.fetched_at >= ?")
+            params.append(since)
+        if sites:
+            where.append(f"a.site IN ({', '.join('?' for _ in sites)})")
+            params += list(sites)
+        rows = self._read(
+            f"""SELECT a.id, a.url, a.site, a.title, a.dated_at, a.fetched_at, a.cluster_id, a.status
+                FROM articles a WHERE {' AND '.join(where)} ORDER BY a.id DESC LIMIT ?""",
+            [*params, limit],
+        ).fetchall()
+        return [SearchHit(*row) for row in rows]
+
+    def cluster_members(self, cluster_id: int) -> list[ClusterMember]:
+        """The pages of one story (articles and exact repeats), the origin first."""
+        self.flush()
+        return self._cluster_members(cluster_id)
+
+    def cluster_texts(self, cluster_id: int) -> dict[str, str]:
+        """The stored text of each page of a story, by URL (an exact repeat has its article's)."""
+        rows = self._read(
+            """SELECT url, text FROM articles WHERE cluster_id = ?
+               UNION ALL
+               SELECT r.url, a.text FROM articles a JOIN repeats r ON r.repeat_of = a.url WHERE a.cluster_id = ?""",
+            (cluster_id, cluster_id),
+        ).fetchall()
+        return dict(rows)
+
+    def iter_site_runs(self, *, since: str | None = None) -> Iterator[SiteRunRecord]:
+        """Each site's figures for each run started since ``since``, newest run first."""
+        where, params = ("WHERE run_started_at >= ?", (since,)) if since is not None else ("", ())
+        rows = self._read(f"SELECT {', '.join(SITE_RUN_COLUMNS)} FROM site_runs {where} "
+                          "ORDER BY run_started_at DESC, site", params).fetchall()
+        for row in rows:
+            yield SiteRunRecord(*row)
+
+    def last_run_finished_at(self) -> str | None:
+        """When the latest run recorded in ``site_runs`` finished (None: no run yet)."""
+        return self._read("SELECT MAX(finished_at) FROM site_runs").fetchone()[0]
+
+    # -- alerts (newsdedup.monitoring.alerts): delivered at least once, each with its idempotency key ----------------
+    def add_alerts(self, rows: Iterable[tuple[str, int, str, str, str]], *, now: str) -> int:
+        """Owe an alert for each ``(watch, cluster_id, reason, key, payload)`` not owed before; returns how many are
+        new. One transaction: a crash leaves all or none."""
+        self.flush()
+        added = 0
+        with self._write() as tx:
+            for watch, cluster_id, reason, key, payload in rows:
+                added += tx.execute(insert_sql("alerts", ALERT_COLUMNS[:8]),
+                                    (watch, cluster_id, reason, key, payload, "pending", 0, now)).rowcount
+        return added
+
+    def due_alerts(self, *, stale_before: str) -> list[dict]:
+        """Alerts not yet sent: pending ones, and those a sender claimed at or before ``stale_before`` and never
+        finished (it was killed or lost its connection while sending): oldest first. At or before: times are stored
+        to the second, and ``--reclaim-after 0s`` must reclaim a claim made in this very second."""
+        rows = self._read(
+            f"""SELECT {', '.join(ALERT_COLUMNS)} FROM alerts
+                WHERE state = 'pending' OR (state = 'sending' AND claimed_at <= ?) ORDER BY created_at, key""",
+            (stale_before,),
+        ).fetchall()
+        return [dict(zip(ALERT_COLUMNS, row)) for row in rows]
+
+    def claim_alert(self, key: str, *, now: str, stale_before: str) -> bool:
+        """Take an alert to send it (one atomic UPDATE: of two senders, one gets it)."""
+        with self._write() as tx:
+            return tx.execute(
+                """UPDATE alerts SET state = 'sending', claimed_at = ?
+                   WHERE key = ? AND (state = 'pending' OR (state = 'sending' AND claimed_at <= ?))""",
+                (now, key, stale_before),
+            ).rowcount == 1
+
+    def finish_alert(self, key: str, *, sent: bool, now: str, error: str | None = None) -> None:
+        """After a delivery: sent, or pending again for the next run with the error."""
+        with self._write() as tx:
+            if sent:
+                tx.execute("UPDATE alerts SET state = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL "
+                           "WHERE key = ?", (now, key))
+            else:
+                tx.execute("UPDATE alerts SET state = 'pending', claimed_at = NULL, attempts = attempts + 1, "
+                           "last_error = ? WHERE key = ?", (error, key))
+
+    def alert_states(self) -> dict[str, dict[str, int]]:
+        """Per watch, its alerts by state (pending, sending, sent)."""
+        states: dict[str, dict[str, int]] = {}
+        for watch, state, count in self._read("SELECT watch, state, COUNT(*) FROM alerts GROUP BY watch, state"):
+            states.setdefault(watch, {})[state] = count
+        return states
+
+    def alerts_owed(self, watch: str) -> set[tuple[int, str]]:
+        """The (story, reason) pairs an alert was owed for, for ``watch``, sent or not."""
+        return {(int(c), r) for c, r in self._read("SELECT cluster_id, reason FROM alerts WHERE watch = ?",
+                                                    (watch,)).fetchall()}
 
     def counts(self) -> StoreCounts:
         self.flush()

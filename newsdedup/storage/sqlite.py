@@ -24,7 +24,7 @@ from pathlib import Path
 
 from newsdedup import defaults  # the shipped defaults, written there only
 from newsdedup.clock import utc_iso, utc_now
-from newsdedup.storage.base import StoreError, StoreInUse
+from newsdedup.storage.base import STORAGE_OPTION, StoreError, StoreInUse
 from newsdedup.storage.origin import date_of
 from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and tests import them from here
     ARTICLE_COLUMNS,
@@ -37,14 +37,40 @@ from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and 
     SKIPPED_COLUMNS,
     SQLITE_TYPES,
     SQLStore,
+    like_pattern,
     refresh_clusters,
     schema,
 )
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = schema(SQLITE_TYPES)
-_WHAT_TO_DO = "move it away or point -s NEWSDEDUP_STORAGE_URI=sqlite:///PATH at another file"
+# Full-text search (the monitoring desk, ``newsdedup serve``): an FTS5 index of the articles' titles and texts with
+# the trigram tokenizer, which finds any substring of three characters or more in Chinese as in other scripts, with
+# no word segmentation to disagree with. External content (the text is not stored twice); triggers keep it in step,
+# in the transaction that writes the article. Each column is indexed with two line feeds after it, so every
+# occurrence of a one- or two-character word starts a trigram (one at the very end too): such a word is found
+# through the index's vocabulary (articles_fts_terms), the trigrams that start with it.
+_INDEXED = "coalesce({row}.title, '') || char(10, 10), coalesce({row}.text, '') || char(10, 10)"
+SEARCH_STATEMENTS = (
+    """CREATE VIRTUAL TABLE IF NOT EXISTS articles_fts USING fts5(
+        title, text, content='articles', content_rowid='id', tokenize='trigram')""",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS articles_fts_terms USING fts5vocab(articles_fts, 'row')",
+    f"""CREATE TRIGGER IF NOT EXISTS articles_fts_insert AFTER INSERT ON articles BEGIN
+        INSERT INTO articles_fts (rowid, title, text) VALUES (new.id, {_INDEXED.format(row='new')});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS articles_fts_delete AFTER DELETE ON articles BEGIN
+        INSERT INTO articles_fts (articles_fts, rowid, title, text) VALUES ('delete', old.id, {_INDEXED.format(row='old')});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS articles_fts_update AFTER UPDATE OF title, text ON articles BEGIN
+        INSERT INTO articles_fts (articles_fts, rowid, title, text) VALUES ('delete', old.id, {_INDEXED.format(row='old')});
+        INSERT INTO articles_fts (rowid, title, text) VALUES (new.id, {_INDEXED.format(row='new')});
+    END""",
+)
+# A short word found in more trigrams than this is matched with LIKE instead (a common single character).
+MAX_SHORT_TERM_TRIGRAMS = 2000
+SEARCH_SCHEMA = "".join(f"{statement};\n" for statement in SEARCH_STATEMENTS)
+SCHEMA = schema(SQLITE_TYPES) + SEARCH_SCHEMA
+_WHAT_TO_DO = f"move it away or name another file ({STORAGE_OPTION}sqlite:///PATH)"
 
 
 # Steps that bring a database written by an older newsdedup to SCHEMA_VERSION: MIGRATIONS[v] takes
@@ -78,6 +104,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Passage reuse (newsdedup.dedup.reuse): the reuses table, created from SCHEMA; older articles have none.
     6: (),
+    # Full-text search: _add_search (MIGRATION_BACKFILLS) creates the FTS5 index and its triggers and indexes every
+    # stored article. The alerts table (newsdedup alerts) is created from SCHEMA.
+    7: (),
+    # Quotations in publication order: what decided a reuse's direction. Older rows were put in arrival order.
+    8: ("ALTER TABLE reuses ADD COLUMN basis TEXT NOT NULL DEFAULT 'arrival'",),
 }
 
 def _table_of(statement: str) -> str:
@@ -294,6 +325,38 @@ class SQLiteStore(SQLStore):
     def _busy(self, exc: Exception) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
 
+    def _match_condition(self, terms: tuple[str, ...]) -> tuple[str, list]:
+        # Every term through the trigram index: a term of three characters or more as a quoted phrase (the substring),
+        # a shorter one as the trigrams of the index's vocabulary that start with it. A database of an older schema
+        # opened read-only has no index, and a very common character has too many trigrams: LIKE for those.
+        indexed = self._has_search_index()
+        matches, where, params = [], [], []
+        for term in terms:
+            if indexed and len(term) >= 3:
+                matches.append(_phrase(term))
+                continue
+            trigrams = self._trigrams_starting(term.lower()) if indexed else None
+            if trigrams is None:
+                where.append("(a.title LIKE ? ESCAPE '!' OR a.text LIKE ? ESCAPE '!')")
+                params += [like_pattern(term)] * 2
+            elif not trigrams:
+                return "FALSE", []
+            else:
+                matches.append("(" + " OR ".join(_phrase(t) for t in trigrams) + ")")
+        if matches:
+            where.insert(0, "a.id IN (SELECT rowid FROM articles_fts WHERE articles_fts MATCH ?)")
+            params.insert(0, " AND ".join(matches))
+        return " AND ".join(where), params
+
+    def _trigrams_starting(self, prefix: str) -> list[str] | None:
+        """The indexed trigrams that start with ``prefix`` (None: too many to list)."""
+        rows = self._read("SELECT term FROM articles_fts_terms WHERE term >= ? AND term < ? LIMIT ?",
+                          (prefix, prefix + "\U0010ffff", MAX_SHORT_TERM_TRIGRAMS + 1)).fetchall()
+        return None if len(rows) > MAX_SHORT_TERM_TRIGRAMS else [term for (term,) in rows]
+
+    def _has_search_index(self) -> bool:
+        return self._read("SELECT 1 FROM sqlite_master WHERE name = 'articles_fts_terms'").fetchone() is not None
+
 
 def _add_origins(conn: sqlite3.Connection) -> None:
     """Schema 4: date every stored page and write every cluster's row (databases written before origins)."""
@@ -314,4 +377,17 @@ def _add_origins(conn: sqlite3.Connection) -> None:
     refresh_clusters(conn, cluster_ids)
 
 
-MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _add_origins}
+def _phrase(text: str) -> str:
+    """An FTS5 phrase matching ``text`` as it is."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _add_search(conn: sqlite3.Connection) -> None:
+    """Schema 7: the full-text index and its triggers, filled with every stored article."""
+    for statement in SEARCH_STATEMENTS:  # one by one: executescript would commit the migration's transaction
+        conn.execute(statement)
+    conn.execute(f"INSERT INTO articles_fts (rowid, title, text) SELECT id, {_INDEXED.format(row='articles')} "
+                 "FROM articles")
+
+
+MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _add_origins, 7: _add_search}

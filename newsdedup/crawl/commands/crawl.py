@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from newsdedup.crawl.pipelines.state import CrawlSettings
+from newsdedup.crawl.pipelines.state import CrawlSettings, CrawlState, hand_over, take_back
 from newsdedup.crawl.sites import SiteConfigError, load_sites
 from newsdedup.run.options import SettingError
 from newsdedup.run.verdict import ExitCode
@@ -50,6 +50,10 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
         _check_extensions(settings)
         if crawl.redis_url:
             _require_redis_extra()
+        if crawl.alerts:
+            from newsdedup.crawl.run_alerts import check_alerts
+
+            check_alerts(crawl.alerts)
         store = crawl.open_store()
     except (SiteConfigError, SettingError, ValueError) as exc:
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
@@ -66,6 +70,7 @@ def prepare_crawl(settings, spider_args: dict) -> ArticleStore:
     except StoreError as exc:
         store.close()
         raise CrawlConfigError(str(exc), ExitCode.CONFIG_ERROR) from None
+    hand_over(crawl.storage_uri, store)  # the crawl writes through this store: one run lock, on one connection
     return store
 
 
@@ -122,6 +127,8 @@ class Command(ScrapyCrawlCommand):
         parser.add_argument("--settings", dest="settings_file", metavar="FILE",
                             help="a TOML file of settings (NAME = value, the names -s takes), kept outside the "
                             "package; -s overrides it")
+        parser.add_argument("--sites", dest="sites_file", metavar="FILE",
+                            help="the site file (default: the packaged one); -a sites=FILE is the same")
 
     def process_options(self, args, opts) -> None:
         if opts.settings_file:
@@ -131,7 +138,14 @@ class Command(ScrapyCrawlCommand):
                 self.settings.setdict(load_settings(opts.settings_file), priority="cmdline")
             except SettingError as exc:
                 _exit_config_error(str(exc), ExitCode.CONFIG_ERROR)
+        try:  # -s NEWSDEDUP_* names, as a settings file's are
+            from newsdedup.run.settings_file import check_names
+
+            check_names([item.partition("=")[0] for item in opts.set or ()], source="-s")
+        except SettingError as exc:
+            _exit_config_error(str(exc), ExitCode.CONFIG_ERROR)
         super().process_options(args, opts)
+        _site_file_option(opts)
         self._store: ArticleStore | None = None
         if args[:1] == [SPIDER]:
             try:
@@ -149,12 +163,41 @@ class Command(ScrapyCrawlCommand):
             self.crawler_process.start()
         finally:
             if self._store is not None:
-                self._store.close()  # releases this process's run lock
+                # The crawl closed it after its record (releasing the run lock); closing again is a no-op. A crawl
+                # that never started leaves it to be closed here.
+                take_back(self._store)
+                self._store.close()
+        open_error = _store_open_error(crawler)
+        if open_error is not None:  # the store could not be opened and locked when the crawl started
+            print(f"newsdedup: error: {open_error}", file=sys.stderr)
+            self.exitcode = int(ExitCode.DATABASE_IN_USE if isinstance(open_error, StoreInUse)
+                                else ExitCode.CONFIG_ERROR)
+            return
         if self.crawler_process.bootstrap_failed:
             self.exitcode = int(ExitCode.SCRAPY_ERROR)
             return
         code = crawler.stats.get_value("newsdedup/run/exit_code") if crawler.stats else None
         self.exitcode = int(ExitCode.INTERRUPTED) if code is None else int(code)
+
+
+def _site_file_option(opts) -> None:
+    """``--sites FILE`` as the spider argument ``sites`` (``-a sites=FILE``, Scrapy's spelling, stays an alias)."""
+    if opts.sites_file is None:
+        return
+    given = opts.spargs.get("sites")
+    if given is not None and given != opts.sites_file:
+        _exit_config_error(f"--sites {opts.sites_file} and -a sites={given} name two site files; give one",
+                           ExitCode.CONFIG_ERROR)
+    opts.spargs["sites"] = opts.sites_file
+
+
+def _store_open_error(crawler) -> StoreError | None:
+    """Why the crawl's store could not be opened and locked when the crawl started, if so."""
+    try:
+        state = crawler.get_extension(CrawlState)
+    except RuntimeError:  # the crawl never built its extensions
+        return None
+    return state.open_error if state is not None else None
 
 
 def _exit_config_error(message: str, code: ExitCode) -> None:
@@ -184,7 +227,7 @@ def crawl_anywhere(argv: Sequence[str]) -> int:
         prog="newsdedup crawl", usage="newsdedup crawl [options]", formatter_class=ScrapyHelpFormatter,
         conflict_handler="resolve",
         description="Crawl the portals of a site file (default: the packaged one; write it out to edit it with "
-        "`newsdedup sites --example > sites.toml`, then -a sites=sites.toml) into the database of "
+        "`newsdedup sites --example > sites.toml`, then --sites sites.toml) into the database of "
         "NEWSDEDUP_STORAGE_URI (default sqlite:///newsdedup.sqlite, in the current folder). The same crawl as "
         "`scrapy crawl portal` in the project: " + CHECKS_AND_EXIT_STATUS,
     )

@@ -52,15 +52,19 @@ class AnalysePipeline(StagePipeline):
 
     pool: AnalysisPool | None = None
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # Here, not in open_spider: a crawl whose store could not be opened closes its pipelines without opening
+        # them all. Pages of sites whose template is still cold, kept (body compressed) to be read again.
+        self.held: dict[str, list[ArticlePage]] = {}
+        self._rereads: set[asyncio.Task] = set()
+        self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
+
     def open_spider(self) -> None:
         super().open_spider()
         settings = self.state.settings
         self.pool = AnalysisPool(settings.features, workers=settings.workers, timeout=settings.extract_timeout)
         self.pool.start()
-        # Pages of sites whose template is still cold, kept (body compressed) to be read again.
-        self.held: dict[str, list[ArticlePage]] = {}
-        self._rereads: set[asyncio.Task] = set()
-        self._first_reading: dict[str, tuple] = {}  # URL of a held page -> what it taught its site's template
         self.crawler.signals.connect(self._release_when_idle, signal=signals.spider_idle)
 
     def close_spider(self) -> None:

@@ -25,7 +25,10 @@ class ReusePipeline(StagePipeline):
         return self.process_page(item)
 
     def process_page(self, page):
-        reuses = self.state.indexes.reuse.find(page.analysis.article.text, story=page.cluster_id)
+        article = page.analysis.article
+        reuses = self.state.indexes.reuse.find(article.text, story=page.cluster_id, url=page.url, site=page.site,
+                                               title=article.title, published_at=article.published_at,
+                                               fetched_at=page.fetched_at)
         page.reuses = [reuse.as_dict() for reuse in reuses]
         self.inc("checked")
         if reuses:

@@ -32,13 +32,13 @@ from scrapy.settings import BaseSettings
 
 from newsdedup.clock import utc_iso, utc_now
 from newsdedup.crawl import engine
-from newsdedup.crawl.analysis import ExtractOptions
 from newsdedup.crawl.indexes import DedupIndexes
 from newsdedup.crawl.ordering import InOrder
 from newsdedup.crawl.outputs import handed_on
 from newsdedup.crawl.templates import SiteTemplates
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
+from newsdedup.extract.extractor import ExtractOptions
 from newsdedup.extract.template import SiteTemplate
 from newsdedup.run import options, retention, runstats
 from newsdedup.run.retry import RetryPolicy
@@ -69,6 +69,8 @@ class CrawlSettings:
     reuse: bool = True  # the passage-reuse stage (newsdedup.crawl.reuse_index)
     redis_url: str | None = None  # a distributed crawl's Redis (docs/distributed.md)
     state_dir: Path | None = None  # where the dedup state persists (NEWSDEDUP_STATE_DIR); None: rebuilt each start
+    alerts: str | None = None  # the watches file whose alerts are sent when the crawl closes (NEWSDEDUP_ALERTS)
+    desk_url: str | None = None  # the desk's address for the alerts' links (NEWSDEDUP_DESK_URL)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CrawlSettings:
@@ -91,12 +93,37 @@ class CrawlSettings:
             reuse=options.get_bool(settings, "NEWSDEDUP_REUSE"),
             redis_url=options.get_optional_str(settings, "NEWSDEDUP_REDIS_URL"),
             state_dir=options.state_dir(settings, options.get_str(settings, "NEWSDEDUP_STORAGE_URI")),
+            alerts=options.get_optional_str(settings, "NEWSDEDUP_ALERTS"),
+            desk_url=options.get_optional_str(settings, "NEWSDEDUP_DESK_URL"),
         )
 
     def open_store(self) -> ArticleStore:
-        """The crawl's store, not yet open."""
+        """The crawl's store: the one the crawl command opened and locked for this run (:func:`hand_over`), or a
+        new one, not yet open."""
+        prepared = _prepared.pop(self.storage_uri, None)
+        if prepared is not None:
+            return prepared
         return open_store(self.storage_uri, batch_size=self.batch_size, busy_timeout=self.busy_timeout,
                           retries=self.store_retries)
+
+
+# The store the crawl command opened, checked and locked before Scrapy started, by storage URI. The crawl writes
+# through that same store, so one connection holds the run lock from the check to the end: a second store in the
+# same process would ask PostgreSQL for its session lock again on another connection and be refused (SQLite's
+# flock registry hid this). Taken once, by the crawl's CrawlState.open.
+_prepared: dict[str, ArticleStore] = {}
+
+
+def hand_over(storage_uri: str, store: ArticleStore) -> None:
+    """Give the crawl about to start in this process the store the command prepared (open, checked, locked)."""
+    _prepared[storage_uri] = store
+
+
+def take_back(store: ArticleStore) -> None:
+    """The command's store after the crawl: forget it if the crawl never took it (the command closes it)."""
+    for uri, prepared in list(_prepared.items()):
+        if prepared is store:
+            del _prepared[uri]
 
 
 class CrawlState:
@@ -111,6 +138,7 @@ class CrawlState:
         self.templates = SiteTemplates(settings.site_templates)
         self.started_at = utc_iso(utc_now())  # a distributed crawl's member sets the run's start
         self.store_error: str | None = None  # why the final commit failed
+        self.open_error: StoreError | None = None  # why the store could not be opened and locked for this run
         # A distributed crawl's membership (newsdedup.distributed.member.RunMember), once it joined the run: its
         # pages go to the run's writer instead of this process's dedup stages.
         self.distributed = None
@@ -184,14 +212,27 @@ class CrawlState:
         self._users += 1
         if self._users > 1:
             return
-        self.store = self.settings.open_store()
-        self.store.open()
+        store = self.settings.open_store()
+        try:
+            store.open()
+            if not self.settings.redis_url:
+                store.lock_for_run()
+        except StoreError as exc:
+            # Not this crawl's store: nothing is judged or recorded in it (the summary would speak for another
+            # run), and the crawl stops; the crawl command exits with the status of the error.
+            self.open_error = exc
+            logger.error("%s", exc)  # Scrapy may not log a failed open_spider (CrawlerProcess drops it)
+            store.close()
+            raise
+        self.store = store
+        # A store that lost its run lock (PostgreSQL stopped or restarted) writes no more: stop fetching pages the
+        # crawl could not save; the verdict says what was not saved (exit status 4) and the next run fetches it.
+        store.on_lock_lost(lambda message: self.stop_crawl("run_lock_lost"))
         if not self.settings.redis_url:
             # The persisted state follows the store's commits (a distributed crawl's writer calls it after each
             # batch's acknowledgement instead: newsdedup.distributed.writer).
-            self.store.on_commit(lambda: self.indexes.after_commit(self.store))
-            self.store.lock_for_run()
-            self.indexes.rebuild(self.store, self.crawler.stats)
+            store.on_commit(lambda: self.indexes.after_commit(store))
+            self.indexes.rebuild(store, self.crawler.stats)
 
     def close(self) -> None:
         """The last pipeline closes: commit; the store stays open for the run's record (:meth:`finish`)."""
@@ -249,4 +290,4 @@ class CrawlState:
         self.indexes.publish_stats(stats)
 
 
-__all__ = ["CrawlSettings", "CrawlState", "EXTENSION"]
+__all__ = ["CrawlSettings", "CrawlState", "EXTENSION", "hand_over", "take_back"]

@@ -15,7 +15,7 @@ from scrapy.exceptions import DropItem
 from newsdedup.crawl.items import ArticlePage, ArticleVerdict
 from newsdedup.crawl.pipelines import StagePipeline
 from newsdedup.dedup.status import EXACT_DUPLICATE, UNIQUE
-from newsdedup.dedup.store_engine import stored_features
+from newsdedup.dedupstore.engine import stored_features
 from newsdedup.storage.base import ArticleRecord, ReuseRecord
 
 

@@ -1,6 +1,6 @@
 """The config-driven portal spider: start pages -> list pages -> article pages.
 
-    scrapy crawl portal -a sites=config/sites.toml [-a site=sina[,163...]] -s NEWSDEDUP_STORAGE_URI=sqlite:///news.sqlite
+    scrapy crawl portal --sites config/sites.toml [-a site=sina[,163...]] -s NEWSDEDUP_STORAGE_URI=sqlite:///news.sqlite
 
 Start pages are requested with ``dont_filter`` and list pages are not remembered across runs, so every
 run (and a ``JOBDIR`` resume after ``kill -9``) fetches them again; article pages are yielded raw as
@@ -20,7 +20,9 @@ sources (JSON/JSONP feeds, page data, RSS/Atom, sitemaps) are read page by page:
 the pure modules of :mod:`newsdedup.discovery`, and :class:`~newsdedup.discovery.listsources.Pager` says which page
 comes next. Article links are requested in their site's canonical form (``[site.canonical]``), so twins are fetched
 once. Links found are counted per source (``newsdedup/site/<site>/source/<name>/...``); a source page that cannot be
-fetched or read is a counted, logged failure of that source, and the rest of the site goes on.
+fetched or read is a counted, logged failure of that source, and the rest of the site goes on. A start URL that
+answers an RSS/Atom feed, a sitemap (index) or a JSON Feed is read as that kind of source
+(:mod:`newsdedup.discovery.startsources`), and the log shows the ``[[site.sources]]`` table that declares it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from newsdedup.clock import utc_iso, utc_now
 from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
 from newsdedup.crawl.items import TAKEN_META_KEY, ArticlePage, FetchFailure
 from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites
-from newsdedup.discovery import payloads, sitemaps
+from newsdedup.discovery import payloads, sitemaps, startsources
 from newsdedup.discovery.listsources import HTML_LINKS, SCRIPT_LINKS, ListSource, Pager
 from newsdedup.discovery.payloads import Listed, SourceError
 from newsdedup.run import runstats
@@ -58,6 +60,8 @@ logger = logging.getLogger(__name__)
 _SAMPLE_LINKS = 5
 # What a list source said of an article (title, time), carried to the article's page.
 LISTED_META_KEY = "newsdedup_listed"
+# A start page's place in its site's start_urls (from 1): such a page may be a feed or sitemap (startsources).
+START_META_KEY = "newsdedup_start"
 
 
 class PortalSpider(scrapy.Spider):
@@ -86,10 +90,12 @@ class PortalSpider(scrapy.Spider):
         for site in self.sites:
             for name in (runstats.LIST_PAGES, runstats.ARTICLE_LINKS, runstats.FETCHED):
                 self._count(site.name, name, 0)  # every site appears in the summary, with its zeros
-            for url in site.start_urls:
+            for number, url in enumerate(site.start_urls, start=1):
                 # dont_filter: start pages are fetched every run, also when a JOBDIR remembers them. A distributed
                 # crawl's filter is new each run and shared by its processes: filtered, each is fetched once a run.
-                yield self._list_request(url, site.name, dont_filter=not distributed)
+                request = self._list_request(url, site.name, dont_filter=not distributed)
+                request.meta[START_META_KEY] = number
+                yield request
             for source in site.sources:
                 for name in (runstats.SOURCE_LINKS, runstats.SOURCE_PAGES):
                     self._count_source(site.name, source.name, name, 0)
@@ -109,8 +115,12 @@ class PortalSpider(scrapy.Spider):
         )
 
     def _pager(self, site: str, source: str, paging: dict) -> Pager:
-        declared = next(s for s in self.sites_by_name[site].sources if s.name == source)
-        return Pager(declared, **paging)
+        config = self.sites_by_name[site]
+        found = next((s for s in config.sources if s.name == source), None)
+        if found is None:  # a start URL read as a source (startsources names it after its place in start_urls)
+            found = startsources.source_named(source, config.start_urls, config.max_source_pages)
+        assert found is not None, (site, source)
+        return Pager(found, **paging)
 
     def _list_request(self, url: str, site: str, *, dont_filter: bool = False) -> scrapy.Request:
         return scrapy.Request(
@@ -128,6 +138,11 @@ class PortalSpider(scrapy.Spider):
         return None
 
     def parse_list(self, response: Response, site: str):
+        number = response.meta.get(START_META_KEY)
+        kind = startsources.recognise(response.body) if number is not None else None
+        if kind is not None:
+            yield from self._start_url_source(response, site, number, kind)
+            return
         self.crawler.stats.inc_value("newsdedup/crawl/list_pages")
         self._count(site, runstats.LIST_PAGES)
         if not isinstance(response, TextResponse):
@@ -181,6 +196,18 @@ class PortalSpider(scrapy.Spider):
             meta[LISTED_META_KEY] = (listed.title, listed.time)
         return scrapy.Request(url, callback=self.parse_article, errback=self.article_failed,
                               cb_kwargs={"site": target.name}, meta=meta)
+
+    def _start_url_source(self, response: Response, site: str, number: int, kind: str):
+        """A start URL that answered a feed or sitemap: read as the source it is, from this first page on."""
+        config = self.sites_by_name[site]
+        source = startsources.start_source(kind, config.start_urls[number - 1], number,
+                                           max_pages=config.max_source_pages)
+        for name in (runstats.SOURCE_LINKS, runstats.SOURCE_PAGES):
+            self._count_source(site, source.name, name, 0)
+        logger.info("site %s: start URL %s is %s, read as list source %s; declared in the site file it reads:\n%s",
+                    site, source.url, startsources.DESCRIPTIONS[kind], source.name,
+                    startsources.declared_form(source))
+        yield from self.parse_source(response, site, source.name, Pager(source).state())
 
     # -- list sources -------------------------------------------------------------------------------------
     def parse_source(self, response: Response, site: str, source: str, paging: dict):

@@ -23,6 +23,23 @@ Marks
     A state that cannot be read, or was built for other thresholds, another method or a shorter retention
     window, is built again from the store, logged, never trusted.
 
+Damage
+    Every file of the state is listed with its checksum (XXH3-128) in the manifest that makes it part of the state
+    (``window.json``, ``urls.json``, each part's ``MANIFEST.json``, which carry their own), and verified when the
+    state opens, before it is used (:mod:`newsdedup.dedup.durable`). A file missing, cut, or written over (its size
+    kept or not) is a warning naming it, and only its part is built again from the store: the exact filter, the
+    near index (a segment, its log or its manifest), the URL filter; ``window.json`` or ``urls.json`` damaged,
+    that state whole. The near index's log, appended between checkpoints, is checked by its records' CRCs up to
+    the bytes made durable when the marks were last saved (``near_log`` in ``window.json``).
+
+Lock
+    A state opens only with its folder's lock held (``flock`` on ``<folder>/lock``, :func:`lock_folder`), so two
+    processes never write one folder: a second writer (a distributed run's new writer while the old one still
+    closes its state, a merge thread included; two crawls of one store) waits up to ``STATE_LOCK_WAIT`` seconds,
+    then gets :class:`~newsdedup.dedup.durable.FolderBusy`: the crawl then keeps its indexes in memory, rebuilt
+    from the store, and leaves the folder alone for that run (logged). The kernel drops the lock of a process that
+    dies, ``kill -9`` included.
+
 Retention
     :meth:`WindowState.expire` and :meth:`UrlState.expire` move the window's start: Bloom generations older than
     a day past it are dropped, older centres hidden (and compacted away at a checkpoint). No rebuild. A lookup
@@ -34,14 +51,13 @@ Pure Python and numpy over :class:`~newsdedup.storage.base.ArticleStore`; no Scr
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,17 +65,17 @@ import numpy as np
 from newsdedup.clock import parse_instant
 from newsdedup.dedup.bloom import BoundedBloomFilter
 from newsdedup.dedup.bloom_disk import PersistedBloomFilter
-from newsdedup.dedup.durable import write_durably
+from newsdedup.dedup.durable import FolderBusy, FolderLock, StateDamaged, lock_folder, read_manifest, write_manifest
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
-from newsdedup.dedup.store_engine import CentreFeatures
+from newsdedup.dedupstore.engine import CentreFeatures
 from newsdedup.storage.base import ArticleStore, StoredRow
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: checksums (see Damage above)
 ARTICLES, REPEATS = "articles", "repeats"  # the two row sequences a state follows
 DAY = 86_400
 #: Saves at most this often while a crawl commits (a state saved less often is only further behind after a
@@ -79,6 +95,11 @@ NEAR_SEGMENT_DOCS = 1_000_000
 #: pair from a budget of 500 up; on the page-level benchmark's 1,640 texts no search changes even at 2,000
 #: (benchmarks/dedup_state_scale.py, benchmarks/probe_budget_real.py; docs/performance.md).
 NEAR_PROBE_BUDGET = 20_000
+#: Seconds a state waits for its folder's lock before the crawl goes on without it (see Lock above): long enough for
+#: a writer that lost its role to close its state (a merge in its thread stops at its next chunk, well under a
+#: second); short, because the wait holds the process's event loop, and a distributed run counts a process whose
+#: heartbeat stopped for 10 s (newsdedup.distributed.redis_run.LIVENESS) as dead.
+STATE_LOCK_WAIT = 3.0
 
 
 class StateUnusable(Exception):
@@ -103,26 +124,28 @@ def _generations(retention_days: float | None) -> tuple[int, int]:
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
+        return read_manifest(path)
     except FileNotFoundError:
-        raise StateMissing(f"no {path.name}") from None
-    except (OSError, ValueError) as exc:
-        raise StateUnusable(f"{path.name} unreadable ({exc})") from None
+        raise StateMissing(f"no {path}") from None
+    except OSError as exc:
+        raise StateUnusable(f"{path} unreadable ({exc})") from None
 
 
 def _write_json(path: Path, value: dict) -> None:
-    """Replace ``path`` atomically: a crash leaves the old or the new file."""
-    write_durably(path, lambda handle: handle.write(json.dumps(value, sort_keys=True).encode()))
+    """Replace ``path`` atomically (a crash leaves the old or the new file), with its checksum."""
+    write_manifest(path, value)
 
 
 @dataclass
 class OpenReport:
-    """How a state opened: the figures a crawl reports as ``newsdedup/state/*`` stats."""
+    """How a state opened: the figures a crawl reports as ``newsdedup/state/*`` stats. ``rebuilt``: the whole
+    state built from the store; ``rebuilt_parts``: the parts built again alone (a file of theirs was damaged)."""
 
     opened_s: float = 0.0
     caught_up_rows: int = 0
     rebuilt: bool = False
     rolled_back: bool = False
+    rebuilt_parts: list[str] = field(default_factory=list)
 
 
 class _FolderState:
@@ -138,14 +161,26 @@ class _FolderState:
         self.window_start = 0 if since is None else seconds(since)
         self.marks = {ARTICLES: 0, REPEATS: 0}
         self._saved_at = 0.0
+        self._saved: dict = {}  # the meta file as opened (what the parts need of it)
+        self._meta_extra: dict = {}  # what the parts add to the meta file at each save
+        self._rebuilt_parts: list[str] = []
+        self._lock: FolderLock | None = None
 
     @property
     def meta_path(self) -> Path:
         return self.folder / f"{self.name}.json"
 
     # -- opening --------------------------------------------------------------------------------
-    def _open(self, store: ArticleStore) -> OpenReport:
+    def _open(self, store: ArticleStore, lock_wait: float) -> OpenReport:
         started = time.perf_counter()
+        self._lock = lock_folder(self.folder, wait=lock_wait)  # FolderBusy: another process writes the folder
+        try:
+            return self._open_locked(store, started)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_locked(self, store: ArticleStore, started: float) -> OpenReport:
         report = OpenReport()
         store_marks = {ARTICLES: store.last_article_id(), REPEATS: store.last_repeat_id()}
         try:
@@ -157,17 +192,31 @@ class _FolderState:
             saved = {source: int(meta["marks"][source]) for source in (ARTICLES, REPEATS)}
             report.rolled_back = any(saved[source] > store_marks[source] for source in saved)
             self.marks = {source: min(saved[source], store_marks[source]) for source in saved}
+            self._saved = meta
             self._load(store_marks)
         except (StateUnusable, OSError, ValueError, KeyError, TypeError) as exc:
             report.rolled_back = False
-            logger.log(logging.INFO if isinstance(exc, StateMissing) else logging.WARNING,
+            # No state yet is the first crawl's lot; a meta file gone beside parts that were saved is damage.
+            missing = isinstance(exc, StateMissing) and not any((self.folder / part).exists() for part in self.parts)
+            logger.log(logging.INFO if missing else logging.WARNING,
                        "dedup state %s in %s: %s; building it from the store", self.name, self.folder, exc)
-            self.close()
+            self._close_parts()
             self._build(store)
             report.rebuilt = True
+        if self._rebuilt_parts:  # their rows are read from the store again; the parts kept skip those they hold
+            self.marks = {ARTICLES: 0, REPEATS: 0}
+            report.rebuilt_parts = list(self._rebuilt_parts)
         report.caught_up_rows = self.sync(store, force_save=True, rolled_back=report.rolled_back)
         report.opened_s = time.perf_counter() - started
         return report
+
+    def _damaged_part(self, part: str, exc: Exception) -> None:
+        """A file of ``part`` cannot be trusted: a warning naming it, and the part goes, to be built again from the
+        store (the other parts are kept)."""
+        logger.warning("dedup state %s in %s: %s; building its %s part again from the store", self.name,
+                       self.folder, exc, part)
+        shutil.rmtree(self.folder / part, ignore_errors=True)
+        self._rebuilt_parts.append(part)
 
     def _build(self, store: ArticleStore) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -203,7 +252,7 @@ class _FolderState:
         the rows between are taken in again, which changes nothing)."""
         self._save()
         _write_json(self.meta_path, {"format": FORMAT, "built_for": self.built_for, "marks": self.marks,
-                                     "window_start": self.window_start})
+                                     "window_start": self.window_start, **self._meta_extra})
         self._saved_at = time.monotonic()
 
     # -- what a state supplies ------------------------------------------------------------------
@@ -228,8 +277,17 @@ class _FolderState:
     def _save(self) -> None:
         raise NotImplementedError
 
-    def close(self) -> None:
+    def _close_parts(self) -> None:
         pass
+
+    def close(self) -> None:
+        """Close the parts' files and release the folder's lock (after them: a merge thread still writing holds it)."""
+        try:
+            self._close_parts()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
 
 def _up_to(rows: Iterator[StoredRow], last: int) -> Iterator[StoredRow]:
@@ -301,37 +359,52 @@ class WindowState(_FolderState):
     @classmethod
     def open(cls, folder: str | Path, store: ArticleStore, features: FeatureConfig, near: NearSettings, *,
              exact_error_rate: float, retention_days: float | None, since: str | None,
-             ) -> tuple[WindowState, OpenReport]:
+             lock_wait: float = STATE_LOCK_WAIT) -> tuple[WindowState, OpenReport]:
         """The state in ``folder``, rolled back or caught up to ``store`` and expired to ``since``; built from the
-        store when there is none fit for these settings."""
+        store when there is none fit for these settings, a part of it when a file of that part is damaged.
+        FolderBusy when another process holds the folder past ``lock_wait`` seconds. :meth:`close` it."""
         state = cls(Path(folder), features, near, exact_error_rate=exact_error_rate, retention_days=retention_days,
                     since=since)
-        report = state._open(store)
+        report = state._open(store, lock_wait)
         state.expire(since)
         return state, report
 
-    def _near_index(self, store_mark: int | None) -> PersistentSpotSigsIndex:
+    def _near_index(self, store_mark: int | None, log_synced: tuple[str, int] | None = None) -> PersistentSpotSigsIndex:
         settings = self.built_for["near"]
         return PersistentSpotSigsIndex(self.folder / "near", tau=settings["tau"],
                                        min_signatures=settings["min_signatures"],
                                        min_containment=settings["min_containment"], store_mark=store_mark,
                                        max_segment_docs=NEAR_SEGMENT_DOCS, auto_checkpoint=False,
-                                       probe_budget=NEAR_PROBE_BUDGET, background_merges=True)
+                                       probe_budget=NEAR_PROBE_BUDGET, background_merges=True,
+                                       log_synced=log_synced)
 
     def _load(self, store_marks: dict[str, int]) -> None:
-        self.exact = PersistedBloomFilter.open(self.folder / "exact", store_marks=store_marks)
-        for source in (ARTICLES, REPEATS):  # rolled back: take the dropped generations' rows in again
-            self.marks[source] = min(self.marks[source], self.exact.marks.get(source, self.marks[source]))
+        try:
+            self.exact = PersistedBloomFilter.open(self.folder / "exact", store_marks=store_marks)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # StateDamaged, a manifest deleted
+            self._damaged_part("exact", exc)
+            self._create_exact()
+        else:
+            for source in (ARTICLES, REPEATS):  # rolled back: take the dropped generations' rows in again
+                self.marks[source] = min(self.marks[source], self.exact.marks.get(source, self.marks[source]))
         if self.persists_near:
-            if not (self.folder / "near" / "MANIFEST.json").exists():
-                raise StateUnusable("no near/MANIFEST.json")
-            self.near = self._near_index(store_marks[ARTICLES])
+            log = self._saved.get("near_log")
+            try:
+                if not (self.folder / "near" / "MANIFEST.json").exists():
+                    raise StateDamaged(self.folder / "near" / "MANIFEST.json", "missing (deleted?)")
+                self.near = self._near_index(store_marks[ARTICLES], tuple(log) if log else None)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                self._damaged_part("near", exc)
+                self.near = self._near_index(None)
 
-    def _create(self) -> None:
+    def _create_exact(self) -> None:
         generation_seconds, generations = self.built_for["generation_seconds"], self.built_for["generations"]
         self.exact = PersistedBloomFilter.create(self.folder / "exact", capacity=100_000,
                                                  error_rate=self.built_for["exact_error_rate"],
                                                  generations=generations, generation_seconds=generation_seconds)
+
+    def _create(self) -> None:
+        self._create_exact()
         self.near = self._near_index(None) if self.persists_near else None
 
     def _spots(self, row: StoredRow, store: ArticleStore) -> tuple[np.ndarray, np.ndarray]:
@@ -421,8 +494,9 @@ class WindowState(_FolderState):
         if self.near is not None:
             if self.near.needs_checkpoint:
                 self.near.checkpoint()
-            else:
-                self.near.sync_log()  # its log holds what the last checkpoint does not: on disk before the marks
+            # Its log holds what the last checkpoint does not: on disk before the marks, and its length with them
+            # (a log read back shorter than that at the next open was damaged).
+            self._meta_extra["near_log"] = self.near.sync_log()
 
     def checkpoint(self) -> None:
         """At the crawl's end: everything saved, the near index's log written into its segments (a merge still
@@ -431,7 +505,7 @@ class WindowState(_FolderState):
             self.near.checkpoint(wait=True)
         self.save()
 
-    def close(self) -> None:
+    def _close_parts(self) -> None:
         if self.near is not None:
             self.near.close()
             self.near = None
@@ -460,9 +534,11 @@ class UrlState(_FolderState):
 
     @classmethod
     def open(cls, folder: str | Path, store: ArticleStore, *, error_rate: float, retention_days: float | None,
-             since: str | None, key: Callable[[str], str]) -> tuple[UrlState, OpenReport]:
+             since: str | None, key: Callable[[str], str],
+             lock_wait: float = STATE_LOCK_WAIT) -> tuple[UrlState, OpenReport]:
+        """The URL state in ``folder`` (see :meth:`WindowState.open`); :meth:`close` it."""
         state = cls(Path(folder), error_rate=error_rate, retention_days=retention_days, since=since, key=key)
-        report = state._open(store)
+        report = state._open(store, lock_wait)
         state.expire(since)
         retry = [key(url) for url in store.iter_retry_urls(since=since)]
         state.retry = BoundedBloomFilter.of(retry, expected=max(2 * len(retry), 100_000), error_rate=error_rate)
@@ -587,5 +663,5 @@ def default_state_dir(storage_uri: str, cache_home: str | None = None) -> Path |
     return base / f"{parts.hostname or 'localhost'}-{parts.port or 5432}-{database}"
 
 
-__all__ = ["OpenReport", "PendingBloom", "PendingSpotSigsIndex", "StateUnusable", "UrlState", "WindowState",
+__all__ = ["FolderBusy", "OpenReport", "PendingBloom", "PendingSpotSigsIndex", "StateUnusable", "UrlState", "WindowState",
            "default_state_dir", "seconds"]
