@@ -118,10 +118,24 @@ class RedisServer(LocalServer):
     def __init__(self, directory: Path | None = None) -> None:
         super().__init__(Path(directory or tempfile.mkdtemp(prefix="newsdedup-redis-")))
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._start()
+
+    def _start(self) -> None:
         self._spawn([redis_binary(), "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.directory),
                      "--save", "", "--appendonly", "yes", "--daemonize", "no"])
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         self._wait_until(self._pings, "redis-server")
+
+    def restart_empty(self) -> None:
+        """``kill -9`` the server, lose its data (a crash without persistence, a new machine), start it again on the
+        same port: the clients connected to it see their connections drop, then an empty Redis."""
+        process, self.process = self.process, None
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        for path in self.directory.iterdir():
+            if path.name != "server.log":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        self._start()
 
     def _pings(self) -> bool:
         try:

@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 import psycopg
@@ -136,6 +137,34 @@ def test_a_process_holding_pages_is_neither_busy_nor_done(redis_server):  # noqa
     assert (first.others_busy(), first.others_holding()) == (0, 0)
 
 
+def test_the_requests_a_dead_process_took_go_back_on_the_queue_once_and_a_live_ones_stay(redis_server):  # noqa: F811
+    """The record of taken requests: a request taken is in it until finished; a process that stops beating has what
+    is left in it queued again with its priority, by whichever live process looks first, once."""
+    from newsdedup.distributed.redis_run import RedisRun, connect
+
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    dying, live = RedisRun(connect(redis_server.url), prefix), RedisRun(connect(redis_server.url), prefix)
+    dying.join()
+    live.join()
+    queue = dying.key("requests")
+    client = dying.client
+    client.zadd(queue, {b"list": -10, b"a1": 0, b"a2": 0, b"a3": 5})
+    assert [dying.take(queue, token) for token in ("1", "2", "3")] == [b"list", b"a1", b"a2"]
+    dying.finished(["2"])  # a1 published
+    assert client.zrange(queue, 0, -1) == [b"a3"]
+    assert live.requeue_dead(queue) == {}  # it beat within the last LIVENESS seconds: alive, its requests its own
+    # Seen from a process that counts a beat older than 0.2 s as death (the crawl's LIVENESS is 10 s).
+    impatient = RedisRun(connect(redis_server.url), prefix, worker=live.worker, liveness=0.2)
+    impatient.run_id = live.run_id
+    requeued = wait_for(lambda: impatient.requeue_dead(queue), 30, interval=0.05)
+    assert requeued == {dying.worker: 2}
+    assert client.zrange(queue, 0, -1, withscores=True) == [(b"list", -10.0), (b"a2", 0.0), (b"a3", 5.0)]
+    assert impatient.requeue_dead(queue) == {} and not client.exists(dying.taken_key())
+    live.take(queue, "1")
+    live.leave()  # a process leaving forgets its record
+    assert not client.exists(live.taken_key())
+
+
 def test_templates_learn_from_every_processs_warm_up_pages_and_take_back_what_a_held_page_first_taught(redis_server):  # noqa: F811
     from newsdedup.distributed.redis_run import connect
     from newsdedup.distributed.shared_templates import SharedTemplates
@@ -157,6 +186,18 @@ def test_templates_learn_from_every_processs_warm_up_pages_and_take_back_what_a_
     mine.forgot("qingshan", pages[1])  # never held: nothing to take back
     assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES - 1
     assert theirs.catch_up("another-site", SiteTemplate()) == 0
+    # Redis lost the list (restarted empty): what is shared afterwards is read from the new list's start.
+    mine.client.delete(mine.key("qingshan"))
+    more = template.learn(hot + [300, 301], [300, 301])
+    mine.learned("qingshan", more)
+    assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES
+    assert theirs.catch_up("qingshan", other) == 0
+    # "a" holds a page and dies before reading it again: a survivor takes its first reading back for everyone.
+    held = template.learn(hot + [400, 401], [400, 401])
+    mine.learned("qingshan", held, held=True)
+    assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES + 1
+    assert theirs.forget_dead("a") == 1 and theirs.forget_dead("a") == 0  # once
+    assert theirs.catch_up("qingshan", other) == 1 and other.pages == MIN_PAGES
 
 
 def test_two_workers_store_each_page_once_with_the_clusters_of_one_process(servers, tmp_path):
@@ -262,49 +303,146 @@ def published_url(entry) -> str:
     return entry.url if isinstance(entry, FetchFailure) else entry[0].url
 
 
-def test_a_worker_killed_mid_crawl_loses_nothing_and_the_rerun_completes(servers, tmp_path):
+@pytest.mark.parametrize("victim", ["writer", "member"])
+def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(servers, tmp_path, victim):
+    """kill -9 of the writer, or of the process that only fetches: the survivor exits 0 only with the clean crawl's
+    store. The dead process's fetched and unpublished pages (downloading, extracting, held) are queued again from
+    its record of taken requests; what it applied as the writer and had not committed stays pending for the next."""
+    import redis
+
     store_uri, redis_url, prefix = servers
+    client = redis.Redis.from_url(redis_url)
     watch = StreamWatch(redis_url, f"{prefix}:results")
     # Pages served slowly enough that the survivor still fetches and publishes after the kill, so the stream has
     # entries only a new writer can apply (served fast, on a loaded machine the dead writer could have applied
-    # every page before the kill, and the survivor would rightly never need to take over).
-    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.25) as site:
+    # every page before the kill, and the survivor would rightly never need to take over), and that the victim
+    # still has requests taken when the test looks (the run takes at least 80 x 0.5 s / 4 requests at a time).
+    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
         sites_file = site.write_sites(tmp_path)
+        reference = run_crawl(sites_file, tmp_path / "clean.sqlite")  # one process, no fault
+        clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
+        assert "exit status 0 (ok)" in reference
+        served_clean = dict(site.served)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4")
-        # The writer is the harder one to lose: what it applied but had not committed is in nobody's hands.
+        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
         try:
             writer = wait_for(lambda: [i for i, log in enumerate(logs)
                                        if "is the writer now" in log.read_text(encoding="utf-8")], 120)[0]
             wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
-            kill(processes[writer].pid)
-            processes[writer].wait(timeout=30)
+            dead = writer if victim == "writer" else 1 - writer
+            # Killed while it has requests taken off the run's queue (its record: <prefix>:run:<id>:taken:<worker>,
+            # the worker named host:pid:suffix).
+            wait_for(lambda: any(client.hlen(key) for key in client.scan_iter(
+                f"{prefix}:run:*:taken:*:{processes[dead].pid}:*")), 120, interval=0.01)
+            kill(processes[dead].pid)
+            processes[dead].wait(timeout=30)
             killed_at = time.time()  # MONITOR's times are the server's clock, on this machine
-            survivor = 1 - writer
-            [survivor_log] = finish([processes[survivor]], [logs[survivor]])
+            survivor = 1 - dead
+            [survivor_log] = finish([processes[survivor]], [logs[survivor]])  # exit 0
         finally:
             for process in processes:
                 kill(process.pid)
             watch.stop()
-        assert "is the writer now" in survivor_log  # took over the stream
-        # ... opening the dedup state the dead writer kept (its machine's copy), caught up, not rebuilt.
-        assert "'newsdedup/state/rebuilt': 0" in survivor_log
-        check_consistent(site, store_uri, complete=False)
-        # Before any rerun: every page either process published to the stream is recorded (a page the dead process
-        # fetched but had not published yet is the rerun's), and the survivor applied exactly the entries the dead
-        # writer had not committed and deleted: those it left pending, then every later one.
-        published = [entry for _, _, entry in watch.published]
-        found = outcomes(store_uri)
-        assert published and [published_url(e) for e in published if published_url(e) not in found] == []
-        dead_writer = {client for when, client, _ in watch.deleted if when < killed_at}
-        deleted_by_dead_writer = sum(count for _, client, count in watch.deleted if client in dead_writer)
-        assert 0 < deleted_by_dead_writer < len(published)
-        assert stat(survivor_log, "newsdedup/writer/applied") == len(published) - deleted_by_dead_writer
+        served_run = {path: site.served[path] - served_clean.get(path, 0) for path in site.article_paths}
+        # The start page once in the run: a list page is finished as its links are queued, so the dead process's
+        # record did not hold it.
+        assert site.served["/list/1.html"] - served_clean["/list/1.html"] == 1
+        # The one run stored what the clean crawl stores: every article once, the same clusters.
+        check_consistent(site, store_uri, complete=True)
+        assert partition(export(store_uri)) == clean
+        # The survivor queued the dead process's unfinished requests again, and named it.
+        requeued = stat(survivor_log, "newsdedup/distributed/requeued")
+        assert requeued > 0 and "stopped beating with" in survivor_log
+        assert sum(count > 1 for count in served_run.values()) <= requeued  # fetched twice: only pages taken by the dead
+        if victim == "writer":
+            assert "is the writer now" in survivor_log  # took over the stream ...
+            # ... opening the dedup state the dead writer kept (its machine's copy), caught up, not rebuilt.
+            assert "'newsdedup/state/rebuilt': 0" in survivor_log
+            # The survivor applied exactly the entries the dead writer had not committed and deleted: those it left
+            # pending, then every later one (the dead process's pages fetched again among them).
+            published = [entry for _, _, entry in watch.published]
+            dead_writer = {client for when, client, _ in watch.deleted if when < killed_at}
+            deleted_by_dead_writer = sum(count for _, client, count in watch.deleted if client in dead_writer)
+            assert 0 < deleted_by_dead_writer < len(published)
+            assert stat(survivor_log, "newsdedup/writer/applied") == len(published) - deleted_by_dead_writer
 
         rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
-        finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
+        finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)  # nothing left to fetch, nothing changes
         check_consistent(site, store_uri, complete=True)
-        assert site.served["/list/1.html"] == 2  # the start page: fetched once a run by the two processes
+        assert partition(export(store_uri)) == clean
+
+
+def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_applies_nothing_twice(servers, tmp_path):
+    """Redis refuses the writer's acknowledgement of a committed batch (the run's verdict board is not a hash): the
+    writer tries that batch's acknowledgement again, reading nothing more meanwhile. Before, each attempt read the
+    batch's entries again from the stream's pending list: applied twice (verdicts "already stored"), and appended
+    again to the unacknowledged list, which grew with every failed attempt."""
+    import redis
+
+    store_uri, redis_url, prefix = servers
+    client = redis.Redis.from_url(redis_url)
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    client.set(f"{prefix}:run", run_id, px=120_000)  # the run the worker joins, opened beforehand
+    board = f"{prefix}:run:{run_id}:verdicts"
+    client.set(board, "not a hash")  # HSET and HMGET on it fail: WRONGTYPE
+    with FaultSite(30) as site:
+        sites_file = site.write_sites(tmp_path)
+        log = tmp_path / "w1.log"
+        [process] = start_workers(sites_file, servers, [log])
+        try:
+            wait_for(lambda: log.read_text(encoding="utf-8").count("could not be acknowledged in Redis") >= 3, 120)
+            client.delete(board)
+            process.wait(timeout=180)
+        finally:
+            kill(process.pid)
+        check_consistent(site, store_uri, complete=True)
+    text = log.read_text(encoding="utf-8")
+    assert process.returncode == 0, text[-4000:]
+    assert stat(text, "newsdedup/writer/applied") == 30  # each entry once
+    assert stat(text, "newsdedup/extract/already_stored") == 0
+    assert stat(text, "item_scraped_count") == 30  # every page's item with its verdict, none "already stored"
+    assert client.xlen(f"{prefix}:results") == 0
+
+
+def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_completes(postgres, tmp_path):  # noqa: F811
+    """Redis lost with its data (kill -9, no persistence) while two processes crawl: the run's queue, request
+    filter, stream and records of taken requests are gone. The processes say so and exit 5 (pages not processed:
+    what was queued or published is not in the store); nothing is stored twice, and the next run stores the rest,
+    with the clean crawl's clusters."""
+    from servers import RedisServer
+
+    redis_server = RedisServer(tmp_path / "redis")  # the test's own: it kills it
+    try:
+        store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
+        servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
+        # Served slowly: the run takes at least 80 x 0.5 s / 4 requests at a time, so Redis goes mid-run.
+        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
+            sites_file = site.write_sites(tmp_path)
+            run_crawl(sites_file, tmp_path / "clean.sqlite")
+            clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
+            logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
+            try:
+                wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
+                redis_server.restart_empty()
+                for process in processes:
+                    process.wait(timeout=180)
+            finally:
+                for process in processes:
+                    kill(process.pid)
+            texts = [log.read_text(encoding="utf-8") for log in logs]
+            # Each process saw the loss itself (its marker in the run gone, or the stream's group) and fails its run.
+            assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
+            for text in texts:
+                assert "in Redis was lost mid-run (Redis restarted empty or flushed)" in text
+                assert stat(text, "newsdedup/redis/lost") == 1
+            check_consistent(site, store_uri, complete=False)  # nothing stored twice, every reprint in its story
+            rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
+            finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
+            check_consistent(site, store_uri, complete=True)
+            assert partition(export(store_uri)) == clean
+    finally:
+        redis_server.stop()
 
 
 # 80 articles: 1-60 distinct stories, 61-80 reprints of 1-20 (even: exact, odd: near).

@@ -110,6 +110,32 @@ def test_pickles_written_into_the_stream_and_the_queue_run_nothing_and_the_crawl
     assert marker.exists()
 
 
+def test_an_entry_not_ours_met_mid_run_fails_every_processs_run(servers, tmp_path):
+    """Written into the stream while two processes crawl: the writer drops it unread, and both processes exit 5
+    (each process's verdict is the run's), not only the one that met it."""
+    from faultsite import FaultSite
+
+    store_uri, redis_url, prefix = servers
+    client = wire_client(redis_url)
+    with FaultSite(40, article_delay=0.5) as site:  # at least 40 x 0.5 s / 4 at a time: the entry comes mid-run
+        sites_file = site.write_sites(tmp_path)
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
+        try:
+            wait_for(lambda: any("is the writer now" in log.read_text(encoding="utf-8") for log in logs), 120)
+            client.xadd(f"{prefix}:results", {b"e": pickle.dumps(RunsCode(tmp_path / "code-ran"))})
+            texts = finish(processes, logs, status=5)
+        finally:
+            for process in processes:
+                kill(process.pid)
+        assert sorted(urlsplit(r["url"]).path for r in export(store_uri)) == sorted(site.article_paths)
+    assert not (tmp_path / "code-ran").exists()
+    assert sum("dropped stream entry" in text for text in texts) == 1  # met once, by the writer
+    for text in texts:
+        assert stat(text, "newsdedup/redis/undecodable") == 1
+        assert "problem: 1 entr(ies) of the run's Redis stream or request queue were not data" in text
+
+
 def wire_client(url: str):
     from newsdedup.distributed.redis_run import connect
 

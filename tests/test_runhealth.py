@@ -79,6 +79,8 @@ def test_a_clean_run_is_ok_and_a_closespider_limit_is_the_users_choice():
      "7 scheduled request(s) were lost with the failing JOBDIR queue"),
     (RunFacts("finished", [ok_site()], undecodable=2), ExitCode.PAGES_NOT_PROCESSED,
      "2 entr(ies) of the run's Redis stream or request queue were not data a newsdedup process writes"),
+    (RunFacts("finished", [ok_site()], redis_lost="the run's state"), ExitCode.PAGES_NOT_PROCESSED,
+     "the run's state in Redis was lost mid-run (Redis restarted empty or flushed)"),
 ])
 def test_what_fails_a_run(facts, code, says):
     verdict = judge(facts)

@@ -8,7 +8,9 @@
   the run is done.
 - :func:`item_done`: a closing scraper waits until it is idle, but checks that only when a response is done; an
   item sent in on its own (a page held for its site's template, read again) has none: without this check a crawl
-  stopped while a page was read again never ends.
+  stopped while a page was read again never ends. The scraper's check fires its closing Deferred without asking
+  whether it fired already: two items finishing in one loop turn (or a response's own check coming first) would
+  fire it twice (``AlreadyCalledError``, an asyncio ERROR under exit 0), so it is asked only while unfired.
 
 They read the engine's and the scraper's private parts with ``getattr``: if a Scrapy release renames them,
 :func:`closing` answers from ``crawler.crawling`` alone and the others do nothing (the engine's own heartbeat still
@@ -42,7 +44,8 @@ def item_done(crawler: Crawler) -> None:
     """An item sent in without a response is done: let a closing scraper see whether it is idle now."""
     scraper = crawler.engine.scraper if crawler.engine is not None else None
     check = getattr(scraper, "_check_if_closing", None)
-    if check is not None and scraper.slot is not None and scraper.slot.closing is not None:
+    closing = scraper.slot.closing if scraper is not None and scraper.slot is not None else None
+    if check is not None and closing is not None and not closing.called:
         check()
 
 

@@ -16,6 +16,10 @@ from typing import Any
 
 # The verdict of the dedup stages on a page, as an ArticlePage carries it and the writer of a distributed crawl
 # sends it back to the process that fetched the page (newsdedup.distributed.redis_run.VerdictBoard).
+# A distributed crawl's token for a request its process took off the run's queue (request.meta, copied to the page or
+# failed fetch it gives): the run's record of it is cleared when the page is published (docs/distributed.md).
+TAKEN_META_KEY = "newsdedup_taken"
+
 VERDICT_FIELDS = ("status", "duplicate_of", "cluster_id", "similarity", "method", "score", "measure", "origin_url",
                   "reuses")
 
@@ -40,6 +44,8 @@ class ArticlePage:
     analysis: Any = field(default=None, repr=False)
     # A distributed crawl: the page's entry in the run's result stream, whose writer gives the verdict.
     entry_id: str | None = field(default=None, repr=False)
+    # A distributed crawl: the token of the request it came from (TAKEN_META_KEY), cleared as it is published.
+    taken: str | None = field(default=None, repr=False)
     # Left newsdedup's pipelines as its ArticleVerdict: a failure after that is not ours (Scrapy's item_error
     # signal names the item that went in, this page, not the verdict a later pipeline raised on).
     handed_on: bool = field(default=False, repr=False)
@@ -117,3 +123,4 @@ class FetchFailure:
     kind: str  # http_500, http_404, too_large_download, redirect_loop, download_timeout, connection, download_error
     detail: str
     failed_at: str
+    taken: str | None = field(default=None, repr=False)  # as ArticlePage.taken

@@ -67,6 +67,7 @@ class RunVerdict:
             worker_lost=analyse.worker_lost if analyse is not None else None, had_links_before=had_links,
             requests_lost=stats.get_value(scheduler.STATS_PREFIX + "requests_lost", 0),
             undecodable=stats.get_value(runstats.REDIS_UNDECODABLE, 0),
+            redis_lost=state.distributed.redis_lost if state.distributed is not None else None,
             max_http_error_share=state.settings.max_http_error_share,
             output_failures=[*self.outputs.problems(), *feed_storage_failures(stats.get_stats())],
         )

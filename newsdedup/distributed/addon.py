@@ -39,3 +39,9 @@ class DistributedAddon:
         # Queued requests as data, not scrapy-redis's default pickles: whoever can write to Redis must not be
         # able to run code in the crawl's processes (newsdedup.distributed.wire; docs/distributed.md).
         settings.set("SCHEDULER_SERIALIZER", "newsdedup.distributed.wire", priority="project")
+        # A list page's request is finished once the requests it yields are queued (a process killed later has
+        # nothing of it to fetch again): outermost, so it hands on what every other spider middleware let through.
+        # By its path, as the scheduler above (the module needs the redis extra).
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        middlewares["newsdedup.distributed.scheduler.ListPagesFinished"] = 5
+        settings.set("SPIDER_MIDDLEWARES", middlewares, settings.getpriority("SPIDER_MIDDLEWARES") or 0)

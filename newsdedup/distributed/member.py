@@ -7,6 +7,9 @@ and publishes its pages to the run's result stream (:meth:`RunMember.publish`). 
   (:func:`newsdedup.distributed.scheduler.run_of`), and leaves after the run's record (:meth:`RunMember.leave`);
 - the heartbeat: this process's membership, its share of the per-site counters, and the writer role
   (:mod:`newsdedup.distributed.writer`), taken when the stream has entries and the store's run lock is free;
+- the run's processes that die: the requests a dead process had taken off the queue and not finished (its record,
+  :meth:`~newsdedup.distributed.redis_run.RedisRun.requeue_dead`) go back on the queue, so its pages are fetched in
+  this run; and Redis losing the run's state mid-run, which fails the run (exit status 5);
 - the close protocol: the spider stays open while the run has work anywhere (queued requests, a busy process,
   a process holding pages for a site's template, entries not yet committed), and the run's verdict is judged on
   every process's counters;
@@ -48,6 +51,12 @@ logger = logging.getLogger(__name__)
 _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS, runstats.KNOWN, runstats.FETCHED,
                runstats.ROBOTS, runstats.IGNORED, runstats.DEPTH_LIMITED)
 
+# 1 when Redis lost the run's state mid-run (RunMember._lost).
+REDIS_LOST = "newsdedup/redis/lost"
+
+# Requests a dead process had taken and not finished, queued again by this process (RunMember._requeue_dead).
+REQUEUED = "newsdedup/distributed/requeued"
+
 # Stored pages, counted by the writer that committed them; shared too, so every process's summary is the run's.
 _STORED = (runstats.UNIQUE, runstats.NEAR, runstats.REPEAT, runstats.REUSED)
 
@@ -67,6 +76,9 @@ class RunMember:
         self._stopping_since: float | None = None  # when this process was asked to stop (SIGTERM), if it was
         self._looked_done_at: int | None = None  # when the run first looked done (Redis ms), until it did not
         self._tasks: list[asyncio.Task] = []
+        # What of the run's state in Redis was found gone mid-run (Redis restarted empty): its verdict is then
+        # "pages not processed" (newsdedup.run.verdict), whatever this process saw of the rest.
+        self.redis_lost: str | None = None
         crawler.signals.connect(self._join, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -87,20 +99,50 @@ class RunMember:
         state.started_at = utc_iso(self.run.started_at)  # every process records the run under the run's start
         self.stream = redis_run.ResultStream(
             self.run.client, self.run.prefix,
-            on_undecodable=lambda _entry_id, _error: self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE))
+            on_undecodable=self._undecodable, on_lost=self._lost)
         self.urls = redis_run.UrlFilter(self.run.client, self.run.prefix, retention_days=self.retention_days)
         self.verdicts = redis_run.VerdictBoard(self.run.client, self.run.key("verdicts"))
         state.templates.share = SharedTemplates(self.run.client, self.run.key("template"), self.run.worker)
         state.distributed = self
         self._tasks.append(asyncio.ensure_future(self._heartbeat()))
 
+    def _lost(self, what: str) -> None:
+        """Redis lost the run's state (``what`` was found gone): requests queued, the request filter, the records
+        of requests taken and the results not yet applied went with it. Said once; the run goes on with what the
+        processes still hold, and every process that saw it exits 5: the next run fetches the pages lost."""
+        if self.redis_lost is None:
+            logger.error("distributed crawl: %s in Redis is gone (Redis restarted empty or flushed?): the run's queued "
+                         "requests, its request filter and the results not yet stored are lost; this run ends with "
+                         "exit status 5 and the next run fetches those pages", what)
+        self.redis_lost = self.redis_lost or what
+        self.crawler.stats.set_value(REDIS_LOST, 1)
+        # The pages waiting for their verdicts may have been among the results lost: no verdict would ever come,
+        # and their items would hold the crawl open for ever. Those published since the loss are stored all the same.
+        self.verdicts.give_up({"dropped": "its result may have been lost with Redis's data: `newsdedup export` lists "
+                                          "it if it was stored, otherwise the next run fetches it",
+                               "log_level": "WARNING"})
+
+    def _undecodable(self, _entry_id: bytes, _error) -> None:
+        """A stream entry the writer dropped unread: counted, and shared at once (as every process's counters are,
+        at each beat) so that every process's verdict is the run's, even if this process dies next."""
+        self.crawler.stats.inc_value(runstats.REDIS_UNDECODABLE)
+        self._share_counters()
+
+    def _share_counters(self) -> None:
+        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
+
     def publish(self, entry) -> str:
         """Hand an analysed page (or a failed fetch) to the run's writer, through the stream.
 
         A failed fetch or a skipped page counts in this process's per-site stats now: each process's verdict
         judges the requests it made itself (its share of failed requests, its pages not processed), not the
-        writer's commits, which are every process's. Returns the entry's id."""
-        entry_id = self.stream.publish(entry)
+        writer's commits, which are every process's. Returns the entry's id.
+
+        The request the entry came from is forgotten in the same step (RedisRun.finished): from now on the stream
+        holds it, and a process that dies has not lost it."""
+        taken = entry.taken if isinstance(entry, FetchFailure) else entry[0].taken
+        entry_id = self.stream.publish(
+            entry, finished=None if taken is None else lambda pipe: self.run.finished([taken], pipe))
         if isinstance(entry, FetchFailure):
             self.crawler.stats.inc_value(runstats.site_key(entry.site, f"failed/{entry.kind}"))
         elif isinstance(entry[1], PageSkipped):
@@ -135,13 +177,17 @@ class RunMember:
         crawl_engine = self.crawler.engine
         idle = crawl_engine is not None and crawl_engine.spider is not None and crawl_engine.spider_is_idle()
         # The counters before the busy flag: a process seen idle has shared its final counters.
-        self.run.client.hset(self.run.key("sites"), self.run.worker, json.dumps(self._own_site_counters()))
+        self._share_counters()
         # Pages held for a site's template (the analyse pipeline) leave the engine idle, but the run is not done
         # while a process holds pages: it reads them again once no other process may still teach the template.
         holding = idle and self._holding() > 0
-        self.run.beat(busy=not idle, holding=holding,
-                      keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
-                            *self.state.templates.share.keys()])
+        kept = self.run.beat(busy=not idle, holding=holding,
+                             keep=[*getattr(self.run, "keep", ()), self.run.key("sites"), self.run.key("verdicts"),
+                                   self.run.taken_key(), *self.state.templates.share.keys()])
+        if not kept:
+            self._lost("the run's state")
+            self.run.rejoin()
+        self._requeue_dead()
         self._give_up_verdicts_when_stopped_long()
         if self.writer is None and len(self.stream):
             self._try_to_become_writer()
@@ -150,6 +196,26 @@ class RunMember:
             # process may have queued requests, or the run may be done (the last page committed). Look now: a
             # run of several processes then ends within a heartbeat of its last commit, not up to 5 s later.
             engine.wake(self.crawler)
+
+    def _requeue_dead(self) -> int:
+        """The requests a dead process had taken and not finished, back on the run's queue; how many.
+
+        A process that stops beating (kill -9, its machine lost) leaves the pages it was fetching, extracting or
+        holding for a site's template unpublished; they are in the run's request filter, so nobody would fetch
+        them again in this run. Every live process looks at each beat (and before it decides the run is done);
+        the first to see the death queues them again. What the dead process had published is in the stream, and
+        what it had applied there as the writer and not committed stays pending for the next writer."""
+        if self.crawler.engine is None or not self.crawler.crawling:
+            return 0  # stopping: no more requests will be taken here
+        requeued = self.run.requeue_dead(self.run.key("requests"))
+        for worker, count in requeued.items():
+            logger.warning("distributed crawl: process %s stopped beating with %d request(s) taken and not finished "
+                           "(pages it was fetching, extracting or holding); queued again for this run", worker, count)
+            self.crawler.stats.inc_value(REQUEUED, count)
+            self.state.templates.share.forget_dead(worker)  # its held pages are read (and taught) again
+        if requeued:
+            engine.wake(self.crawler)
+        return sum(requeued.values())
 
     def _give_up_verdicts_when_stopped_long(self) -> None:
         """A process asked to stop (SIGTERM, Ctrl-C) waits for the verdicts of its last pages while the run's writer
@@ -171,6 +237,11 @@ class RunMember:
                 what = key[len(runstats.SITE_PREFIX):].split("/", 1)[-1]
                 if what in _CRAWL_SIDE or what.startswith(("failed/", "skipped/")):
                     counters[key] = value
+        # Entries of the run's Redis it dropped unread (as the writer, or queued requests it took): a problem of
+        # the run, in every process's verdict.
+        undecodable = self.crawler.stats.get_value(runstats.REDIS_UNDECODABLE, 0)
+        if undecodable:
+            counters[runstats.REDIS_UNDECODABLE] = undecodable
         # What this process stored while it was the writer (the skips and failures it committed are every
         # process's, counted by each process above).
         for (site, what), count in self.state.store.committed.items():
@@ -222,8 +293,8 @@ class RunMember:
         if self.state is None:
             return
         try:
-            done = (not self._queued() and not self.run.others_busy() and not len(self.stream)
-                    and not self.run.others_holding())
+            done = (not self._requeue_dead() and not self._queued() and not self.run.others_busy()
+                    and not len(self.stream) and not self.run.others_holding())
             if not done:
                 self._looked_done_at = None
             elif self._looked_done_at is None:
@@ -257,11 +328,6 @@ class RunMember:
     def add_run_counters(self) -> None:
         """Every other process's shared counters into this one's stats, for the run's verdict and summary."""
         stats = self.crawler.stats
-        undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)
-        if undecodable:
-            logger.warning("distributed crawl: %d stream entr(ies) or queued request(s) in Redis were not data a "
-                           "crawl process wrote and were dropped unread (%s): who else writes to this Redis?",
-                           undecodable, runstats.REDIS_UNDECODABLE)
         try:
             for worker, counters in self.run.client.hgetall(self.run.key("sites")).items():
                 if worker.decode() != self.run.worker:
@@ -269,6 +335,11 @@ class RunMember:
                         stats.inc_value(key, value)
         except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
             logger.exception("distributed crawl: the other processes' counters could not be read")
+        undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)  # the run's, whoever dropped them
+        if undecodable:
+            logger.warning("distributed crawl: %d stream entr(ies) or queued request(s) in Redis were not data a "
+                           "crawl process wrote and were dropped unread (%s): who else writes to this Redis?",
+                           undecodable, runstats.REDIS_UNDECODABLE)
 
     def leave(self) -> None:
         self.run.leave()

@@ -15,6 +15,11 @@ Several ``scrapy crawl portal`` processes, on any machines, with the same ``NEWS
   are committed: a writer killed mid-batch leaves its entries pending, and the next writer (any other process,
   within a heartbeat) reads them again first, under the same consumer name. The store ignores what was
   already committed (URLs are unique), so nothing is lost and nothing is stored twice;
+- the record of requests taken (:meth:`RedisRun.take`, :meth:`RedisRun.finished`, :meth:`RedisRun.requeue_dead`):
+  each request a process takes off the run's queue stays recorded under it until its page is published (or the
+  request is queued again); a process that stops beating has its record put back on the queue by a live one, so the
+  pages it had fetched and not published are fetched again in the same run (docs/distributed.md, "A process that
+  dies");
 - :class:`VerdictBoard`: the writer's verdict on each analysed page, posted once its records are committed, for
   the process that published the page: that process waits for it, so the item leaving its pipelines (what its
   item pipelines and feed exports get) carries the verdict of the run, as a single process's does;
@@ -68,7 +73,8 @@ end
 return run
 """
 # A heartbeat: keep the run alive (only the run this process is in), record this process's beat and whether
-# it is busy ('1'), idle ('0') or idle holding pages for a site's template ('2'). Times come from the Redis server, so clocks of different machines do not matter.
+# it is busy ('1'), idle ('0') or idle holding pages for a site's template ('2'). Returns whether the run's
+# marker of this process (KEYS[4], set when it joins, kept by its beats) is still there: 0 when Redis lost its data. Times come from the Redis server, so clocks of different machines do not matter.
 _BEAT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 local now = redis.call('TIME')
@@ -77,8 +83,9 @@ redis.call('ZADD', KEYS[2], ms, ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-for i = 4, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
-return ms
+local kept = redis.call('PEXPIRE', KEYS[4], ARGV[5])
+for i = 5, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[5]) end
+return kept
 """
 # Live processes (a beat within LIVENESS) other than this one whose flag is ARGV[3].
 _OTHERS_BUSY = """
@@ -102,12 +109,14 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ms - tonumber(ARGV[
 end
 return 1
 """
-# Leave the run; the last busy (or holding) process ends it, so the next start opens a new run at once. Idle processes do not
+# Leave the run (and forget the requests this process took: what it did not finish, pages held for a template when
+# it was stopped, is the stop's cost, counted in its own verdict); the last busy (or holding) process ends it, so the next start opens a new run at once. Idle processes do not
 # keep it: they are closing too (nothing queued, nobody busy), and one that died idle (kill -9) would otherwise hold
 # the run for LIVENESS seconds, and a start within them would join the finished run and fetch nothing.
 _LEAVE = """
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[4])
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[3]), '+inf')) do
@@ -116,6 +125,41 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ms - tonumber(ARGV[
 end
 if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end
 return 1
+"""
+
+# Take the first request off the run's queue (scrapy-redis's priority order: lowest score first) into this process's
+# record of requests taken and not finished (field: a token, value: "score data"), in one step: a process killed
+# right after it leaves the request in the record, where the others find it (_REQUEUE_DEAD).
+_TAKE = """
+local got = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #got == 0 then return false end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, 0)
+redis.call('HSET', KEYS[2], ARGV[1], got[2] .. ' ' .. got[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return got[1]
+"""
+# Every process of the run whose last beat is older than ARGV[1] ms (dead: killed, its machine gone) and that had
+# taken requests: they go back on the queue with their priority, for the live processes to fetch in this run.
+# Returns {worker, count, worker, count, ...}. The record of a worker is ARGV[3] .. worker (ARGV[2]: TTL in ms).
+_REQUEUE_DEAD = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local found = {}
+for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (ms - tonumber(ARGV[1])))) do
+    local key = ARGV[3] .. worker
+    local taken = redis.call('HGETALL', key)  -- token, value, token, value, ...
+    if #taken > 0 then
+        for i = 2, #taken, 2 do
+            local space = string.find(taken[i], ' ', 1, true)
+            redis.call('ZADD', KEYS[2], string.sub(taken[i], 1, space - 1), string.sub(taken[i], space + 1))
+        end
+        redis.call('PEXPIRE', KEYS[2], ARGV[2])
+        redis.call('DEL', key)
+        table.insert(found, worker)
+        table.insert(found, #taken / 2)
+    end
+end
+return found
 """
 
 
@@ -145,6 +189,8 @@ class RedisRun:
         self._others_busy = client.register_script(_OTHERS_BUSY)
         self._others_beaten_since = client.register_script(_OTHERS_BEATEN_SINCE)
         self._leave = client.register_script(_LEAVE)
+        self._take = client.register_script(_TAKE)
+        self._requeue_dead = client.register_script(_REQUEUE_DEAD)
 
     @property
     def _run_key(self) -> str:
@@ -161,17 +207,31 @@ class RedisRun:
         new = datetime.now(timezone.utc).strftime(_RUN_TIME) + "-" + uuid.uuid4().hex[:6]
         run = self._join(keys=[self._run_key], args=[new, int(self.liveness * 1000)])
         self.run_id = run.decode() if isinstance(run, bytes) else run
+        self.client.set(self._kept_key, b"1", px=RUN_KEYS_TTL * 1000)
         self.beat(busy=True)
         return self.run_id, self.run_id == new
 
-    def beat(self, *, busy: bool, holding: bool = False, keep: Iterable[str] = ()) -> None:
+    def beat(self, *, busy: bool, holding: bool = False, keep: Iterable[str] = ()) -> bool:
         """The heartbeat: this process is alive (busy, or idle; ``holding``: idle with pages held for a site's
-        template); the run and its keys ``keep`` stay."""
+        template); the run and its keys ``keep`` stay. False when the run's keys are gone: Redis lost its data
+        since this process joined (restarted empty, flushed), and with it the run's queue, request filter,
+        records of taken requests and results not yet applied."""
         flag = "1" if busy else "2" if holding else "0"
-        self._beat(
-            keys=[self._run_key, self.key("workers"), self.key("busy"), *keep],
+        return bool(self._beat(
+            keys=[self._run_key, self.key("workers"), self.key("busy"), self._kept_key, *keep],
             args=[self.run_id, self.worker, flag, int(self.liveness * 1000), RUN_KEYS_TTL * 1000],
-        )
+        ))
+
+    @property
+    def _kept_key(self) -> str:
+        """This process's marker in the run (each process its own: each must see for itself that Redis lost it)."""
+        return self.key(f"kept:{self.worker}")
+
+    def rejoin(self) -> None:
+        """After Redis lost the run's keys: the run again under its id (unless another process opened a new run
+        meanwhile), so the processes still at work end it together, and this process's marker."""
+        self._join(keys=[self._run_key], args=[self.run_id, int(self.liveness * 1000)])
+        self.client.set(self._kept_key, b"1", px=RUN_KEYS_TTL * 1000)
 
     def others_busy(self) -> int:
         """How many other live processes of the run are busy (fetching, extracting, or with work queued)."""
@@ -203,8 +263,37 @@ class RedisRun:
 
     def leave(self) -> None:
         if self.run_id is not None:
-            self._leave(keys=[self._run_key, self.key("workers"), self.key("busy")],
+            self._leave(keys=[self._run_key, self.key("workers"), self.key("busy"), self.taken_key()],
                         args=[self.worker, self.run_id, int(self.liveness * 1000)])
+
+    # -- requests taken and not finished ---------------------------------------------------------------------
+    # A request taken off the run's queue is recorded under this process until what it gave is safe elsewhere in
+    # Redis: its page or failed fetch published to the result stream (ResultStream.publish), or the request queued
+    # again (a retry, a redirect). A process that dies (kill -9, its machine lost) leaves its record; the live
+    # processes put what is in it back on the queue (requeue_dead), so the pages it had fetched and not published
+    # (downloading, being extracted, held for a site's template) are fetched again in the same run, not next run.
+    # Requests that end otherwise (a list page, a page robots.txt forbids) stay recorded until the process leaves:
+    # after a death they are fetched once more, and what they yield is found in the run's request filter.
+    def taken_key(self, worker: str | None = None) -> str:
+        return self.key(f"taken:{worker or self.worker}")
+
+    def take(self, queue_key: str, token: str) -> bytes | None:
+        """The first request of the queue (its encoded form), recorded as taken under ``token``; None if empty."""
+        data = self._take(keys=[queue_key, self.taken_key()], args=[token, RUN_KEYS_TTL * 1000])
+        return data or None
+
+    def finished(self, tokens: Iterable[str], pipe=None) -> None:
+        """Forget taken requests (on ``pipe``, to go with what made them safe, when given)."""
+        tokens = [t for t in tokens if t]
+        if tokens:
+            (pipe or self.client).hdel(self.taken_key(), *tokens)
+
+    def requeue_dead(self, queue_key: str) -> dict[str, int]:
+        """Put the requests of dead processes (no beat for ``liveness`` seconds) back on the queue; per worker,
+        how many. Any live process may do it (one script: each request goes back once)."""
+        found = self._requeue_dead(keys=[self.key("workers"), queue_key],
+                                   args=[int(self.liveness * 1000), RUN_KEYS_TTL * 1000, self.key("taken:")])
+        return {worker.decode(): int(count) for worker, count in zip(found[::2], found[1::2])}
 
 
 class ResultStream:
@@ -214,20 +303,32 @@ class ResultStream:
     CONSUMER = "writer"  # one name for every writer: a new one inherits the entries the last left pending
 
     def __init__(self, client: redis.Redis, prefix: str, *,
-                 on_undecodable: Callable[[bytes, wire.WireError], None] | None = None) -> None:
+                 on_undecodable: Callable[[bytes, wire.WireError], None] | None = None,
+                 on_lost: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.key = f"{prefix}:results"
         self.codec = wire.stream_codec()
         self.on_undecodable = on_undecodable  # told of each entry dropped unread (for the crawl's stats)
+        self.on_lost = on_lost  # told when the stream's group is found gone (Redis lost its data)
+        self._create_group()
+
+    def _create_group(self) -> None:
         try:
-            client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
+            self.client.xgroup_create(self.key, self.GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def publish(self, entry: object) -> str:
-        """Append ``entry``; its entry id."""
-        return self.client.xadd(self.key, {b"e": self.codec.dumps(wire.check_entry(entry))}).decode()
+    def publish(self, entry: object, *, finished: Callable | None = None) -> str:
+        """Append ``entry``; its entry id. ``finished(pipe)``: what to do in the same transaction (forget the
+        request the entry came from: RedisRun.finished), so a process killed in between leaves one or the other."""
+        data = self.codec.dumps(wire.check_entry(entry))
+        if finished is None:
+            return self.client.xadd(self.key, {b"e": data}).decode()
+        with self.client.pipeline() as pipe:
+            pipe.xadd(self.key, {b"e": data})
+            finished(pipe)
+            return pipe.execute()[0].decode()
 
     def pending(self, count: int) -> list[tuple[bytes, object]]:
         """Entries a writer read but did not acknowledge (its batch was not committed), oldest first."""
@@ -238,7 +339,20 @@ class ResultStream:
         return self._read(">", count)
 
     def _read(self, start: str, count: int) -> list[tuple[bytes, object]]:
-        reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
+        try:
+            reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # The consumer group is gone with the stream's entries (Redis restarted empty, keys deleted): what was
+            # published and not applied is lost. The group again, from the stream's start (what the processes
+            # published since), and the crawl is told (its verdict: pages not processed).
+            logger.error("distributed crawl: the result stream's consumer group is gone (Redis lost its data?): "
+                         "the results published and not yet stored are lost; reading the stream from its start")
+            self._create_group()
+            if self.on_lost is not None:
+                self.on_lost("the result stream's consumer group")
+            reply = self.client.xreadgroup(self.GROUP, self.CONSUMER, {self.key: start}, count=count)
         entries, undecodable = [], []
         for entry_id, fields in reply[0][1] if reply else []:
             if not fields:
@@ -303,12 +417,12 @@ class VerdictBoard:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def give_up(self) -> None:
-        """Stop waiting: every page still waiting gets None."""
+    def give_up(self, verdict: dict | None = None) -> None:
+        """Stop waiting: every page still waiting gets ``verdict`` (None: the process stops first)."""
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
             if not future.done():
-                future.set_result(None)
+                future.set_result(verdict)
 
     async def _poll(self) -> None:
         while self._waiting:

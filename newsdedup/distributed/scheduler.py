@@ -17,8 +17,10 @@ Scrapy no longer calls).
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter as RedisRFPDupeFilter
@@ -26,6 +28,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from newsdedup.crawl.dupefilter import KnownArticles, url_key
+from newsdedup.crawl.items import TAKEN_META_KEY
 from newsdedup.distributed import redis_run
 from newsdedup.distributed.member import run_of
 from newsdedup.distributed.wire import WireError
@@ -61,7 +64,7 @@ class RunScheduler(Scheduler):
         # SCHEDULER_SERIALIZER: the add-on sets newsdedup.distributed.wire (scrapy-redis's own default is pickle).
         serializer = importlib.import_module(self.crawler.settings.get("SCHEDULER_SERIALIZER") or "newsdedup.distributed.wire")
         self.queue = DataPriorityQueue(server=self.server, spider=spider, key=self.queue_key, serializer=serializer,
-                                       stats=self.stats)
+                                       stats=self.stats, run=run)
         run.keep = self.run_keys()  # the heartbeat keeps them alive with the run
         logger.info("distributed crawl: %s run %s as %s (%d requests queued)",
                     "opened" if opened else "joined", run_id, run.worker, len(self.queue))
@@ -93,11 +96,43 @@ class RunScheduler(Scheduler):
 class DataPriorityQueue(PriorityQueue):
     """scrapy-redis's priority queue whose requests are data (:mod:`newsdedup.distributed.wire`, the add-on's
     ``SCHEDULER_SERIALIZER``): a queued request that does not decode as one of ours is counted, logged and dropped
-    (``pop`` already took it off the queue), never run."""
+    (``pop`` already took it off the queue), never run.
 
-    def __init__(self, *args, stats, **kwargs) -> None:
+    With the ``run`` (:class:`~newsdedup.distributed.redis_run.RedisRun`) a request popped is recorded as taken by
+    this process, its token in ``request.meta[TAKEN_META_KEY]`` (the spider copies it to the page or failed fetch);
+    the record goes when the page is published, or when the request is queued again (a retry or a redirect carries
+    the meta along), in the same step: a process killed at any moment leaves each request in the queue, its
+    record, or the stream (docs/distributed.md, "A process that dies")."""
+
+    def __init__(self, *args, stats, run=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.stats = stats
+        self.run = run
+        self._tokens = itertools.count(1)
+
+    def push(self, request) -> None:
+        token = request.meta.get(TAKEN_META_KEY) if self.run is not None else None
+        if token is None:
+            super().push(request)
+            return
+        with self.server.pipeline() as pipe:
+            pipe.execute_command("ZADD", self.key, -request.priority, self._encode_request(request))
+            self.run.finished([token], pipe)
+            pipe.execute()
+
+    def pop(self, timeout=0):
+        if self.run is None:
+            return super().pop(timeout)
+        token = str(next(self._tokens))
+        data = self.run.take(self.key, token)
+        if data is None:
+            return None
+        request = self._decode_request(data)
+        if request is None:  # not ours: dropped (counted), nothing to finish
+            self.run.finished([token])
+            return None
+        request.meta[TAKEN_META_KEY] = token
+        return request
 
     def _decode_request(self, encoded_request):
         try:
@@ -143,3 +178,33 @@ class SharedArticlesDupeFilter(KnownArticles, RedisRFPDupeFilter):
         if self.store is not None:
             self.store.close()
             self.store = None
+
+
+class ListPagesFinished:
+    """A spider middleware (the add-on puts it outermost): a response whose output carries no page of its own (a
+    list page, a list source) finishes its taken request once the requests it yields are on the run's queue.
+
+    Scrapy hands a callback's requests to the engine from a queue of its own, after the callback's output ends, so
+    the end of the output does not tell that they are queued. This middleware hands each to the engine itself, as
+    Scrapy would (``engine.crawl``: the request filter, then the run's queue, synchronously), and forgets the request
+    then: a process killed afterwards leaves nothing of that list page to fetch again. Pages and failed fetches
+    finish their request when published (RunMember.publish)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ListPagesFinished:
+        return cls(crawler)
+
+    async def process_spider_output(self, response, result):
+        token = response.meta.get(TAKEN_META_KEY)
+        carried = False
+        async for output in result:
+            if token is not None and isinstance(output, Request):
+                self.crawler.engine.crawl(output)
+                continue
+            carried = carried or getattr(output, "taken", None) == token
+            yield output
+        if token is not None and not carried:
+            run_of(self.crawler).finished([token])

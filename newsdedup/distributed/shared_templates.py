@@ -67,7 +67,15 @@ class SharedTemplates:
     def catch_up(self, site: str, template) -> int:
         """Apply the other processes' entries for ``site`` since the last call to ``template``; return how many."""
         start = self._applied.get(site, 0)
-        entries = self.client.lrange(self.key(site), start, -1)
+        # From the last entry read on (lists only grow): none back means the list is shorter than what was read, so
+        # Redis lost it (restarted empty): what the other processes shared since is read from its start, their
+        # "forget" of a page learned before the loss among it.
+        entries = self.client.lrange(self.key(site), max(start - 1, 0), -1)
+        if start and not entries:
+            start = 0
+            entries = self.client.lrange(self.key(site), 0, -1)
+        elif start:
+            entries = entries[1:]
         self._applied[site] = start + len(entries)
         applied = 0
         for raw in entries:
@@ -95,6 +103,31 @@ class SharedTemplates:
                     logger.warning("distributed crawl: skipped a shared template entry of %s that is not one (%s)",
                                    site, exc)
         return applied
+
+    def forget_dead(self, worker: str) -> int:
+        """Take back, in every process's template, the held pages' first readings that ``worker`` (a dead process)
+        shared and never took back; how many. Its held pages go back on the run's queue with the rest of its record
+        (RunMember._requeue_dead) and are taught again when read again: taught twice, a page would make its reprints
+        look like text recurring on the site's pages. The take-backs are written in the dead process's name, so
+        every process applies them (this one too) as it catches up. Sites this process has seen."""
+        forgotten = 0
+        for site in list(self._applied):
+            held: set[int] = set()
+            for raw in self.client.lrange(self.key(site), 0, -1):
+                try:
+                    entry = json.loads(raw)
+                    if str(entry[1]) != worker:
+                        continue
+                    if entry[0] == "learn" and entry[5]:
+                        held.add(int(entry[2]))
+                    elif entry[0] == "forget":
+                        held.discard(int(entry[2]))
+                except (ValueError, TypeError, IndexError):
+                    continue  # not one of ours: catch_up logs it
+            for seq in sorted(held):
+                self.client.rpush(self.key(site), json.dumps(["forget", worker, seq]))
+            forgotten += len(held)
+        return forgotten
 
 
 __all__ = ["SharedTemplates"]

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 
+import redis
 from scrapy.exceptions import DropItem
 
 from newsdedup.crawl.analysis import PageAnalysis, PageSkipped
@@ -38,6 +39,7 @@ from newsdedup.storage.base import ArticleStore, StoreError
 logger = logging.getLogger(__name__)
 
 BATCH = 200  # entries read at a time; their records are committed together, then acknowledged
+RETRY = 1.0  # seconds between two attempts at a batch's commit that failed
 
 
 # The stages a single-process crawl runs, by name, as the writer applies an entry; a stage left out of
@@ -96,7 +98,10 @@ class StreamWriter:
             self.applied += 1
 
     def drain_once(self, *, pending: bool) -> int:
-        """Apply one batch (the previous writer's unacknowledged entries first), commit, acknowledge."""
+        """Apply one batch (the previous writer's unacknowledged entries first), commit, acknowledge. Only with
+        nothing left unacknowledged: the entries of a batch not committed are pending, and would be read again."""
+        if self._unacknowledged:
+            raise RuntimeError("the last batch is not committed: commit() it before reading more")
         batch = self.stream.pending(BATCH) if pending else self.stream.new(BATCH)
         started = time.thread_time()
         for entry_id, entry in batch:
@@ -117,11 +122,17 @@ class StreamWriter:
             # or, if this process dies, applied again by the next writer.
             logger.error("%s (the writer tries again)", exc)
             return False
-        # The verdicts before the acknowledgement: entries acknowledged without them would leave their publishers
-        # waiting; posted twice (this writer dies first, the next applies the entries again), the second is moot.
-        self.verdicts.post(self._verdicts)
-        self.urls.add(url_key(url) for url in self._handled)
-        self.stream.done(self._unacknowledged)
+        try:
+            # The verdicts before the acknowledgement: entries acknowledged without them would leave their
+            # publishers waiting; posted twice (this writer dies first, the next applies the entries again), the
+            # second is moot. Each step may be done again: committed above, the records are not stored twice.
+            self.verdicts.post(self._verdicts)
+            self.urls.add(url_key(url) for url in self._handled)
+            self.stream.done(self._unacknowledged)
+        except redis.RedisError as exc:
+            logger.error("distributed crawl: %d committed entr(ies) could not be acknowledged in Redis (%s); the "
+                         "writer tries again", len(self._unacknowledged), exc)
+            return False
         self._unacknowledged.clear()
         self._handled.clear()
         self._verdicts.clear()
@@ -132,11 +143,19 @@ class StreamWriter:
         return True
 
     async def run(self, still_writer) -> None:
-        """Apply the stream until ``still_writer()`` turns false; never blocks the reactor for long."""
-        while self.drain_once(pending=True) and still_writer():  # what the last writer left, first
-            await asyncio.sleep(0)
+        """Apply the stream until ``still_writer()`` turns false; never blocks the reactor for long.
+
+        A batch whose commit failed (the store, or Redis after the store committed) is committed again before
+        anything more is read: its entries stay pending in the stream, and reading the pending entries again would
+        apply them a second time (their records recognised as stored, their verdicts turned into "already stored")
+        and add them to the unacknowledged list again, which then grew with every failed attempt."""
+        pending = True  # what the last writer left, first
         while still_writer():
-            applied = self.drain_once(pending=False)
+            if self._unacknowledged and not self.commit():
+                await asyncio.sleep(RETRY)
+                continue
+            applied = self.drain_once(pending=pending)
+            pending = pending and bool(applied)
             await asyncio.sleep(0 if applied else 0.05)
 
 

@@ -18,7 +18,8 @@ code  name                   meaning
                              the per-page time limit (listed by ``newsdedup failures``, tried again later),
                              or a failing JOBDIR queue lost scheduled requests, or the crawl closed (not
                              stopped by someone) with pages still held for a site's template, or entries
-                             of a distributed run's Redis were not newsdedup's data and were dropped unread
+                             of a distributed run's Redis were not newsdedup's data and were dropped unread,
+                             or that Redis lost the run's state mid-run (restarted empty)
 6     site_failed            a site found no article links, or too many of its requests failed, or one of its
                              list sources (JSON feed, page data, RSS, sitemap) could not be read
 7     interrupted            the crawl was stopped (SIGTERM, Ctrl-C) before it finished; pages held for a
@@ -81,6 +82,9 @@ class RunFacts:
     # Entries of a distributed run's Redis (result stream, request queue) that were not data a newsdedup process writes
     # and were dropped unread (newsdedup.distributed.wire): a page among them is not recorded.
     undecodable: int = 0
+    # What of a distributed run's state in Redis was found gone mid-run (Redis restarted empty): queued requests,
+    # results not yet stored went with it.
+    redis_lost: str | None = None
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
     max_http_error_share: float = defaults.NEWSDEDUP_MAX_HTTP_ERROR_SHARE
     # What failed after newsdedup's pipelines, one problem each (newsdedup.crawl.outputs).
@@ -112,6 +116,10 @@ def judge(facts: RunFacts) -> Verdict:
                       f"{facts.undecodable} entr(ies) of the run's Redis stream or request queue were not data a "
                       "newsdedup process writes and were dropped unread (a process of another newsdedup version, or "
                       "someone else writing to this Redis); a page among them is fetched again by the next run"))
+    if facts.redis_lost:
+        found.append((ExitCode.PAGES_NOT_PROCESSED,
+                      f"{facts.redis_lost} in Redis was lost mid-run (Redis restarted empty or flushed): requests "
+                      "queued and results not yet stored went with it; the next run fetches those pages"))
     for tally in facts.sites:
         errors = {reason: n for reason, n in tally.skipped.items() if reason in PROCESSING_ERRORS}
         if errors:

@@ -47,7 +47,7 @@ from twisted.python.failure import Failure
 
 from newsdedup.clock import utc_iso, utc_now
 from newsdedup.crawl.dupefilter import ARTICLE_META_KEY, SITE_META_KEY
-from newsdedup.crawl.items import ArticlePage, FetchFailure
+from newsdedup.crawl.items import TAKEN_META_KEY, ArticlePage, FetchFailure
 from newsdedup.crawl.sites import SiteConfig, SiteConfigError, load_sites
 from newsdedup.discovery import payloads, sitemaps, startsources
 from newsdedup.discovery.listsources import HTML_LINKS, SCRIPT_LINKS, ListSource, Pager
@@ -321,6 +321,7 @@ class PortalSpider(scrapy.Spider):
             fetched_url=response.url,
             listed_title=listed_title,
             listed_at=listed_at,
+            taken=response.meta.get(TAKEN_META_KEY),
         )
 
     def article_failed(self, failure: Failure):
@@ -337,7 +338,8 @@ class PortalSpider(scrapy.Spider):
         # The failures table holds the URL the list page linked (before any redirect): the one the URL filter
         # checks next run.
         url = request.meta.get("redirect_urls", [request.url])[0]
-        yield FetchFailure(url=url, site=site, kind=kind, detail=detail, failed_at=utc_iso(utc_now()))
+        yield FetchFailure(url=url, site=site, kind=kind, detail=detail, failed_at=utc_iso(utc_now()),
+                           taken=request.meta.get(TAKEN_META_KEY))
 
     def list_failed(self, failure: Failure) -> None:
         request = failure.request
