@@ -32,6 +32,7 @@ from faultsite import (
     wait_for,
 )
 from newsdedup.run.verdict import ExitCode
+from newsdedup.storage import open_store
 from server_fixtures import _serve, postgres, store_uri  # noqa: F401 - fixtures
 from servers import PostgresServer
 
@@ -172,7 +173,11 @@ def test_a_full_disk_during_a_sqlite_commit_is_not_saved_and_the_next_run_comple
     with HeldPortal() as site:
         site.release()
         sites_file = site.write_sites(tmp_path)
-        limit = 200_000  # bytes: the empty schema and a first batch fit, the whole crawl does not
+        with open_store(storage_uri(db)):
+            pass  # the empty schema, written whole before the disk fills
+        # Bytes a file may grow to: the database as it is, and a write-ahead log that holds a first batch or two of
+        # the crawl but not the whole of it.
+        limit = db.stat().st_size + 120_000
         crawl = start_crawl(sites_file, db, *BATCH, log=tmp_path / "crawl.log", preexec_fn=_file_size_limit(limit))
         code, log = finished(crawl, site, tmp_path)
         assert code == ExitCode.NOT_SAVED, log[-3000:]
@@ -198,7 +203,6 @@ def test_a_crawl_that_finds_its_store_locked_when_it_opens_stops_with_that_error
     """The crawl command checks the lock before Scrapy starts; a crawl started otherwise (a user's script, or one
     that lost a race with another crawl) finds it taken when its pipelines open: it names the error, closes
     without judging or recording anything in a store that is not its own, and without an error of its own."""
-    from newsdedup.storage import open_store
 
     holder = open_store(store_uri)
     holder.open()
