@@ -88,8 +88,9 @@ class SharedTemplates:
                     outside, body = (array("Q", entry[3]), array("Q", entry[4]))
                     # learn() takes the page's lines and those in its body, and returns what it counted, for forget.
                     page = template.learn([*outside, *body], body)
-                    if entry[5]:
-                        self._theirs[(site, worker, seq)] = page
+                    # Kept to take back: a held page's first reading, and every page should its process die
+                    # (forget_dead); a site shares only its first pages, so this stays small.
+                    self._theirs[(site, worker, seq)] = page
                 elif kind == "forget":
                     page = self._theirs.pop((site, worker, seq), None)
                     if page is not None:
@@ -105,28 +106,30 @@ class SharedTemplates:
         return applied
 
     def forget_dead(self, worker: str) -> int:
-        """Take back, in every process's template, the held pages' first readings that ``worker`` (a dead process)
-        shared and never took back; how many. Its held pages go back on the run's queue with the rest of its record
-        (RunMember._requeue_dead) and are taught again when read again: taught twice, a page would make its reprints
-        look like text recurring on the site's pages. The take-backs are written in the dead process's name, so
-        every process applies them (this one too) as it catches up. Sites this process has seen."""
+        """Take back, in every process's template, every page that ``worker`` (a dead process) shared and never
+        took back; how many. Its record of requests taken goes back on the run's queue (RunMember._requeue_dead):
+        its held pages, and the pages it read and never published, are read and taught again, and taught twice a
+        page would make its reprints look like text recurring on the site's pages (their text cut as a sign-off, a
+        reprint stored as a new story). Which of its pages those are the entries do not say, so all it taught goes:
+        the site's template learns again from the pages read next. The take-backs are written in the dead process's
+        name, so every process applies them (this one too) as it catches up. Sites this process has seen."""
         forgotten = 0
         for site in list(self._applied):
-            held: set[int] = set()
+            taught: set[int] = set()
             for raw in self.client.lrange(self.key(site), 0, -1):
                 try:
                     entry = json.loads(raw)
                     if str(entry[1]) != worker:
                         continue
-                    if entry[0] == "learn" and entry[5]:
-                        held.add(int(entry[2]))
+                    if entry[0] == "learn":
+                        taught.add(int(entry[2]))
                     elif entry[0] == "forget":
-                        held.discard(int(entry[2]))
+                        taught.discard(int(entry[2]))
                 except (ValueError, TypeError, IndexError):
                     continue  # not one of ours: catch_up logs it
-            for seq in sorted(held):
+            for seq in sorted(taught):
                 self.client.rpush(self.key(site), json.dumps(["forget", worker, seq]))
-            forgotten += len(held)
+            forgotten += len(taught)
         return forgotten
 
 
