@@ -36,6 +36,9 @@ NEWSDEDUP_DESK_URL = None
 NEWSDEDUP_REDIS_URL = None
 # Prefix of the crawl's Redis keys: two deployments can share one Redis under different prefixes.
 NEWSDEDUP_REDIS_PREFIX = "newsdedup"
+# Seconds a distributed crawl's process goes on while its Redis cannot be reached (a restart, a failover), then
+# stops with exit status 5: the pages it had not handed over are fetched again by the next run.
+NEWSDEDUP_REDIS_GIVE_UP_AFTER = 60.0
 
 # -- Extraction --
 

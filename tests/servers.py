@@ -129,9 +129,18 @@ class RedisServer(LocalServer):
     def restart_empty(self) -> None:
         """``kill -9`` the server, lose its data (a crash without persistence, a new machine), start it again on the
         same port: the clients connected to it see their connections drop, then an empty Redis."""
+        self.halt()
+        self.start_empty()
+
+    def halt(self) -> None:
+        """``kill -9`` the server and leave it down: its clients see connections refused."""
         process, self.process = self.process, None
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        if process is not None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def start_empty(self) -> None:
+        """Start a halted server again on its port, without its data."""
         for path in self.directory.iterdir():
             if path.name != "server.log":
                 shutil.rmtree(path) if path.is_dir() else path.unlink()

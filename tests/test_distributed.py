@@ -446,6 +446,44 @@ def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_co
         redis_server.stop()
 
 
+def test_redis_gone_for_good_mid_run_stops_each_process_with_exit_5_and_the_rerun_completes(postgres, tmp_path):  # noqa: F811
+    """Redis killed and not started again: each process waits NEWSDEDUP_REDIS_GIVE_UP_AFTER seconds for it, then
+    stops with exit 5 naming the cause (before, a process retried for ever and the scheduled run never ended: CI,
+    stop 37). Nothing is stored twice; with Redis back, the next run stores the rest."""
+    from servers import RedisServer
+
+    redis_server = RedisServer(tmp_path / "redis")
+    try:
+        store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
+        servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
+        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
+            sites_file = site.write_sites(tmp_path)
+            logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
+                                      "-s", "NEWSDEDUP_REDIS_GIVE_UP_AFTER=3")
+            try:
+                wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
+                redis_server.halt()
+                for process in processes:
+                    process.wait(timeout=180)
+            finally:
+                for process in processes:
+                    kill(process.pid)
+            texts = [log.read_text(encoding="utf-8") for log in logs]
+            assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
+            for text in texts:
+                assert "problem: Redis could not be reached for 3 s (NEWSDEDUP_REDIS_GIVE_UP_AFTER" in text
+                assert stat(text, "newsdedup/redis/unreachable") == 1
+                assert "'finish_reason': 'redis_unreachable'" in text
+            check_consistent(site, store_uri, complete=False)
+            redis_server.start_empty()
+            rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
+            finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
+            check_consistent(site, store_uri, complete=True)
+    finally:
+        redis_server.stop()
+
+
 # 80 articles: 1-60 distinct stories, 61-80 reprints of 1-20 (even: exact, odd: near).
 REPRINTS = {n: (n - 60, "exact" if n % 2 == 0 else "near") for n in range(61, 81)}
 

@@ -339,3 +339,33 @@ def test_a_file_unchanged_since_its_checked_clean_close_is_not_checked_again(tmp
     conn.commit()
     conn.close()
     assert checks()
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from newsdedup.storage import open_store
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+store = open_store(sys.argv[1])
+store.open()
+store.close()
+"""
+
+
+def test_processes_opening_one_new_database_at_once_all_find_it_made(store_uri, tmp_path):
+    """The two processes of a distributed run start together on a new file: one creates the schema, the others
+    wait for it and find it whole, never half made (once read as another program's tables: CI, stop 37)."""
+    if not store_uri.startswith("sqlite"):
+        uris = [store_uri] * 3
+    else:
+        uris = [f"sqlite:///{tmp_path}/new-{i}.sqlite" for i in range(8)]
+    for uri in uris:
+        start = time.time() + 1.0  # every process imports first, then all open within the same moment
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, uri, str(start)],
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        errors = [p.communicate(timeout=120)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, errors
+        store = open_store(uri)
+        store.open()
+        store.close()

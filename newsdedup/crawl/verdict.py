@@ -68,6 +68,7 @@ class RunVerdict:
             requests_lost=stats.get_value(scheduler.STATS_PREFIX + "requests_lost", 0),
             undecodable=stats.get_value(runstats.REDIS_UNDECODABLE, 0),
             redis_lost=state.distributed.redis_lost if state.distributed is not None else None,
+            redis_unreachable=state.distributed.redis_unreachable if state.distributed is not None else None,
             max_http_error_share=state.settings.max_http_error_share,
             output_failures=[*self.outputs.problems(), *feed_storage_failures(stats.get_stats())],
         )

@@ -53,6 +53,7 @@ _CRAWL_SIDE = (runstats.LIST_PAGES, runstats.LIST_FAILED, runstats.ARTICLE_LINKS
 
 # 1 when Redis lost the run's state mid-run (RunMember._lost).
 REDIS_LOST = "newsdedup/redis/lost"
+REDIS_UNREACHABLE = "newsdedup/redis/unreachable"  # this process gave up on Redis (RunMember._unreachable)
 
 # Requests a dead process had taken and not finished, queued again by this process (RunMember._requeue_dead).
 REQUEUED = "newsdedup/distributed/requeued"
@@ -79,6 +80,10 @@ class RunMember:
         # What of the run's state in Redis was found gone mid-run (Redis restarted empty): its verdict is then
         # "pages not processed" (newsdedup.run.verdict), whatever this process saw of the rest.
         self.redis_lost: str | None = None
+        # Since when (monotonic) Redis could not be reached at any beat, while it cannot; how long that may last.
+        self._unreachable_since: float | None = None
+        self.give_up_after = options.get_float(crawler.settings, "NEWSDEDUP_REDIS_GIVE_UP_AFTER", minimum=0.0)
+        self.redis_unreachable: str | None = None  # why this process stopped, once it gave up on Redis
         crawler.signals.connect(self._join, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -166,12 +171,40 @@ class RunMember:
     async def _heartbeat(self) -> None:
         from newsdedup.distributed.redis_run import HEARTBEAT
 
+        import redis
+
         while True:
             try:
                 self._beat()
+                self._unreachable_since = None
+            except redis.ConnectionError as exc:  # TimeoutError too: Redis down, restarting, or the network
+                self._unreachable(exc)
             except Exception:  # noqa: BLE001 - a Redis hiccup must not end the heartbeat; the next beat retries
                 logger.exception("distributed crawl: heartbeat failed")
             await asyncio.sleep(HEARTBEAT)
+
+    def _unreachable(self, exc: Exception) -> None:
+        """Redis could not be reached at this beat. A restart or a failover is waited out; past
+        NEWSDEDUP_REDIS_GIVE_UP_AFTER seconds this process stops (exit 5) rather than wait for ever: a scheduled
+        run must end, and the next one fetches the pages this one had not handed over."""
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+            logger.warning("distributed crawl: Redis cannot be reached (%s); waiting up to %g s for it", exc,
+                           self.give_up_after)
+            return
+        if self.redis_unreachable is not None or now - self._unreachable_since < self.give_up_after:
+            return
+        self.redis_unreachable = (f"Redis could not be reached for {self.give_up_after:g} s "
+                                  f"(NEWSDEDUP_REDIS_GIVE_UP_AFTER; {' '.join(str(exc).split())})")
+        logger.error("distributed crawl: %s: this process stops; the pages it had not handed over and the results "
+                     "not yet stored are fetched again by the next run", self.redis_unreachable)
+        self.crawler.stats.set_value(REDIS_UNREACHABLE, 1)
+        # No verdict can come through Redis now: the pages waiting for theirs are released.
+        self.verdicts.give_up({"dropped": "Redis could not be reached for its verdict: `newsdedup export` lists it "
+                                          "if it was stored, otherwise the next run fetches it",
+                               "log_level": "WARNING"})
+        self.state.stop_crawl("redis_unreachable")
 
     def _beat(self) -> None:
         crawl_engine = self.crawler.engine
@@ -327,13 +360,17 @@ class RunMember:
 
     def add_run_counters(self) -> None:
         """Every other process's shared counters into this one's stats, for the run's verdict and summary."""
+        import redis
+
         stats = self.crawler.stats
         try:
             for worker, counters in self.run.client.hgetall(self.run.key("sites")).items():
                 if worker.decode() != self.run.worker:
                     for key, value in json.loads(counters).items():
                         stats.inc_value(key, value)
-        except Exception:  # noqa: BLE001 - Redis gone: judge this process's own requests
+        except redis.ConnectionError as exc:  # Redis gone: judge this process's own requests
+            logger.warning("distributed crawl: the other processes' counters could not be read (%s)", exc)
+        except Exception:  # noqa: BLE001 - the same, for any other failure, with its traceback
             logger.exception("distributed crawl: the other processes' counters could not be read")
         undecodable = stats.get_value(runstats.REDIS_UNDECODABLE, 0)  # the run's, whoever dropped them
         if undecodable:
@@ -342,7 +379,12 @@ class RunMember:
                            undecodable, runstats.REDIS_UNDECODABLE)
 
     def leave(self) -> None:
-        self.run.leave()
+        import redis
+
+        try:
+            self.run.leave()
+        except redis.ConnectionError as exc:  # the others see this process's beats stop, as after a kill
+            logger.warning("distributed crawl: could not leave the run in Redis (%s)", exc)
 
 
 def run_of(crawler: Crawler):

@@ -85,6 +85,8 @@ class RunFacts:
     # What of a distributed run's state in Redis was found gone mid-run (Redis restarted empty): queued requests,
     # results not yet stored went with it.
     redis_lost: str | None = None
+    # Why a distributed run's process gave up on a Redis it could not reach (newsdedup.distributed.member).
+    redis_unreachable: str | None = None
     had_links_before: Mapping[str, bool] = field(default_factory=dict)
     max_http_error_share: float = defaults.NEWSDEDUP_MAX_HTTP_ERROR_SHARE
     # What failed after newsdedup's pipelines, one problem each (newsdedup.crawl.outputs).
@@ -120,6 +122,10 @@ def judge(facts: RunFacts) -> Verdict:
         found.append((ExitCode.PAGES_NOT_PROCESSED,
                       f"{facts.redis_lost} in Redis was lost mid-run (Redis restarted empty or flushed): requests "
                       "queued and results not yet stored went with it; the next run fetches those pages"))
+    if facts.redis_unreachable:
+        found.append((ExitCode.PAGES_NOT_PROCESSED,
+                      f"{facts.redis_unreachable}: this process stopped; the pages it had not handed over and the "
+                      "results not yet stored are fetched again by the next run"))
     for tally in facts.sites:
         errors = {reason: n for reason, n in tally.skipped.items() if reason in PROCESSING_ERRORS}
         if errors:

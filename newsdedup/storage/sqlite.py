@@ -42,6 +42,7 @@ from newsdedup.storage.sql import (  # noqa: F401 - re-exported: benchmarks and 
     like_pattern,
     refresh_clusters,
     schema,
+    statements,
 )
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ SEARCH_STATEMENTS = (
 MAX_SHORT_TERM_TRIGRAMS = 2000
 SEARCH_SCHEMA = "".join(f"{statement};\n" for statement in SEARCH_STATEMENTS)
 SCHEMA = schema(SQLITE_TYPES) + SEARCH_SCHEMA
+SCHEMA_STATEMENTS = (*statements(schema(SQLITE_TYPES)), *SEARCH_STATEMENTS)  # run one by one inside a transaction
 _WHAT_TO_DO = f"move it away or name another file ({STORAGE_OPTION}sqlite:///PATH)"
 
 
@@ -219,15 +221,25 @@ class SQLiteStore(SQLStore):
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in tables else None
         if row is None:
-            foreign = sorted(tables - OWN_TABLES)
-            if tables and (foreign or "articles" in tables):
-                raise StoreError(
-                    f"{self.path} is an SQLite database of another program (tables: {', '.join(sorted(tables))}) "
-                    f"or of an unknown newsdedup version; newsdedup does not write into it: {_WHAT_TO_DO}"
-                )
-            conn.executescript(SCHEMA)
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            return
+            # A new file: created whole in one write transaction, decided again under its lock. Two processes of
+            # one run opening a new file at once: one creates it, the other waits and finds it made (never half
+            # made, which would read as another program's tables).
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                row = (conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                       if "meta" in tables else None)
+                if row is None:
+                    if tables and (tables - OWN_TABLES or "articles" in tables):
+                        raise StoreError(
+                            f"{self.path} is an SQLite database of another program (tables: "
+                            f"{', '.join(sorted(tables))}) or of an unknown newsdedup version; newsdedup does not "
+                            f"write into it: {_WHAT_TO_DO}"
+                        )
+                    for statement in SCHEMA_STATEMENTS:
+                        conn.execute(statement)  # one by one: executescript would commit before the lock
+                    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    return
         try:
             version = int(row[0])
         except ValueError:
@@ -428,8 +440,8 @@ class SQLiteStore(SQLStore):
 
 def _add_origins(conn: sqlite3.Connection) -> None:
     """Schema 4: date every stored page and write every cluster's row (databases written before origins)."""
-    for statement in SCHEMA.split(";"):
-        if statement.strip().startswith("CREATE TABLE"):
+    for statement in SCHEMA_STATEMENTS:
+        if statement.startswith("CREATE TABLE"):
             conn.execute(statement)  # IF NOT EXISTS: only a table this database lacks, created whole
     for table in ("articles", "repeats"):
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
