@@ -81,6 +81,8 @@ def test_a_clean_run_is_ok_and_a_closespider_limit_is_the_users_choice():
      "2 entr(ies) of the run's Redis stream or request queue were not data a newsdedup process writes"),
     (RunFacts("finished", [ok_site()], redis_lost="the run's state"), ExitCode.PAGES_NOT_PROCESSED,
      "the run's state in Redis was lost mid-run (Redis restarted empty or flushed)"),
+    (RunFacts("redis_unreachable", [ok_site()], redis_unreachable="Redis could not be reached for 60 s"),
+     ExitCode.PAGES_NOT_PROCESSED, "Redis could not be reached for 60 s: this process stopped"),
 ])
 def test_what_fails_a_run(facts, code, says):
     verdict = judge(facts)
