@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
@@ -29,6 +29,7 @@ from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
 from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
 from newsdedup.crawl.items import FetchFailure
+from newsdedup import defaults
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.distributed import wire
@@ -302,6 +303,71 @@ class StreamWatch:
 
 def published_url(entry) -> str:
     return entry.url if isinstance(entry, FetchFailure) else entry[0].url
+
+
+def test_an_entry_a_stage_fails_on_costs_only_its_page_and_the_run_ends_with_exit_5(servers, tmp_path):
+    """One entry of the stream makes the near stage raise (a bug of ours or of a library, on one page): the writer
+    logs its traceback once, records the page as skipped (error) and goes on. Before, it read that entry again every
+    second for ever, and the run, done only when the stream is empty, never ended. The poison is data the wire codec
+    accepts (a spot counted 2**40 times: an int of a Counter[int]) that the SpotSigs index refuses (ValueError),
+    published into the run's stream while one of the site's pages is being served, so the run cannot end first."""
+    import redis
+
+    from newsdedup.crawl.analysis import PageAnalysis
+    from newsdedup.crawl.items import ArticlePage
+    from newsdedup.dedup.features import DocFeatures
+    from newsdedup.distributed.redis_run import ResultStream, UrlFilter
+    from newsdedup.extract.extractor import Article
+    from newsdedup.crawl.dupefilter import url_key
+    from newsdedup.text.hashing import text_fingerprint
+
+    store_uri, redis_url, prefix = servers
+    client = redis.Redis.from_url(redis_url)
+    with FaultSite(20) as site:
+        poison = site.url("/a/999.html")  # listed nowhere: no process fetches it
+        text = "这是一篇测试稿件，用来检验写入进程如何对待一个出错的页面。" * 5
+        entry = (ArticlePage(url=poison, site="fault", body=b"", declared_encoding=None,
+                             fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                 PageAnalysis(Article("出错的页面", text, None, None, None, None),
+                              DocFeatures(fingerprint=text_fingerprint(text),
+                                          spots=Counter({n: 1 for n in range(1, 40)} | {7: 2 ** 40}))))
+
+        def publish_poison(count: int, path: str, site: FaultSite):
+            if count == 0:  # a process is fetching this page: the run is under way and not done
+                ResultStream(client, prefix).publish(entry)
+            return None  # then served as usual
+
+        site.faults["/a/10.html"] = publish_poison
+        sites_file = site.write_sites(tmp_path)
+        logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+        processes = start_workers(sites_file, servers, logs)
+        try:
+            for process in processes:
+                process.wait(timeout=180)  # on the old code: for ever (the timeout fails the test)
+        finally:
+            for process in processes:
+                kill(process.pid)
+        assert site.served["/a/10.html"] >= 1
+        found, pages = outcomes(store_uri), sorted(site.url(path) for path in site.article_paths)
+        handled_page = url_key(site.url("/a/1.html"))
+    texts = [log.read_text(encoding="utf-8") for log in logs]
+    assert [process.returncode for process in processes] == [5, 5], [text[-3000:] for text in texts]
+    assert found.pop(poison) == [("skipped", "error")]
+    assert sorted(found) == pages  # every real page, once
+    assert all(where == [("articles", "unique")] for where in found.values()), found
+    # The failure's traceback once, in the writer's log, with the page's URL; nothing else failed.
+    assert sum(text.count("Traceback") for text in texts) == 1, [text[-3000:] for text in texts]
+    [writer_log] = [text for text in texts if "Traceback" in text]
+    assert f"the writer could not apply {poison}" in writer_log and "ValueError" in writer_log
+    for text in texts:  # every process's verdict is the run's
+        assert stat(text, "newsdedup/site/fault/skipped/error") == 1
+        assert "site fault: 1 page(s) not processed (error 1)" in text
+    # Transient: listed by `newsdedup failures`, and not in the run's shared URL filter (a later run tries it again).
+    failures = newsdedup("failures", "--storage", store_uri)
+    assert failures.returncode == 0 and poison in failures.stdout, failures.stdout + failures.stderr
+    handled = UrlFilter(client, prefix, retention_days=defaults.NEWSDEDUP_RETENTION_DAYS)
+    assert handled_page in handled and url_key(poison) not in handled
+    assert client.xlen(f"{prefix}:results") == 0
 
 
 @pytest.mark.parametrize("victim", ["writer", "member"])

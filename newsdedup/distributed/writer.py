@@ -13,11 +13,19 @@ A process becomes the writer when it takes the lock (the previous writer finishe
 up with the store (article ids; the exact filter and the near-duplicate index opened from the state folder and
 caught up with committed rows, or rebuilt from them: newsdedup.crawl.indexes),
 then reads the entries the previous writer left unacknowledged, then new ones.
+
+An entry that makes a stage raise (a bug of ours or of a library, on one page) costs only that page, as it does a
+single-process crawl: its traceback is logged once with its URL, the page recorded as skipped with reason ``error``
+(transient: ``newsdedup failures`` lists it and a later run tries it again), counted in the run's verdict (exit 5),
+and its entry acknowledged. Read again and again, it would hold the run open for ever: the run is done only when
+the stream is empty. A failure of the store itself (:class:`~newsdedup.storage.base.StoreError`) is not the page's:
+the batch stays pending and is tried again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 
@@ -33,6 +41,7 @@ from newsdedup.crawl.pipelines.failures import FailurePipeline
 from newsdedup.crawl.pipelines.near import NearDedupPipeline
 from newsdedup.crawl.pipelines.reuse import ReusePipeline
 from newsdedup.crawl.pipelines.store import StorePipeline
+from newsdedup.run import runstats
 from newsdedup.run.retry import TRANSIENT_SKIPS
 from newsdedup.storage.base import ArticleStore, StoreError
 
@@ -57,6 +66,7 @@ def stages_of(crawler) -> dict:
 class StreamWriter:
     def __init__(self, crawler, store: ArticleStore, stream, urls, verdicts, indexes=None) -> None:
         self.stages = stages_of(crawler)
+        self.stats = crawler.stats
         self.store = store
         self.indexes = indexes  # newsdedup.crawl.indexes.DedupIndexes: its persisted state follows the commits
         self.stream = stream
@@ -67,12 +77,16 @@ class StreamWriter:
         self._unacknowledged: list[bytes] = []
         self._handled: list[str] = []
         self._verdicts: dict[str, dict] = {}  # entry id -> verdict, posted once the batch is committed
+        # Pages of the batch a stage failed on, by site: counted once the batch is acknowledged (a writer that dies
+        # before leaves the entries pending, and the next writer, applying them again, counts them).
+        self._errors: collections.Counter[str] = collections.Counter()
 
     def apply(self, entry, entry_id: str | None = None) -> None:
         """One stream entry through the stages, as a single-process crawl would run it."""
         stages = self.stages
         # The publisher of an analysed page waits for its verdict (a skip or a failed fetch has none to wait for).
         awaited = entry_id is not None and isinstance(entry, tuple) and isinstance(entry[1], PageAnalysis)
+        pending = self.store.pending_count()  # what the batch holds before this entry's records
         try:
             if isinstance(entry, FetchFailure):
                 stages["fetch"].record(entry)
@@ -94,8 +108,40 @@ class StreamWriter:
                 self._handled.append(entry[0].url)
             if awaited:
                 self._verdicts[entry_id] = {"dropped": str(dropped), "log_level": level}
+        except StoreError:
+            raise  # the store's failure, not the page's: the batch stays pending and is tried again
+        except Exception as exc:  # noqa: BLE001 - one page's failure must not hold the run (module doc)
+            recorded = self.store.pending_count() > pending
+            self._failed(entry, exc, recorded=recorded)
+            if awaited:  # its publisher's item waits for a verdict
+                self._verdicts[entry_id] = {
+                    "dropped": f"{'stored, but not' if recorded else 'not'} processed ({_describe(exc)}): see the log",
+                    "log_level": "ERROR"}
         finally:
             self.applied += 1
+
+    def _failed(self, entry, exc: Exception, *, recorded: bool) -> None:
+        """A stage raised on ``entry``: the page is recorded as skipped (``error``), not as handled for good.
+        ``recorded``: a stage had recorded the page before another raised (a repeat, or its article before the
+        store stage's index updates): that record is committed with the batch, and a skip beside it would record
+        the URL twice."""
+        page = entry if isinstance(entry, FetchFailure) else entry[0]
+        if recorded:
+            logger.error("distributed crawl: the writer failed on %s after recording it; its record is kept",
+                         page.url, exc_info=exc)
+            return
+        logger.error("distributed crawl: the writer could not apply %s; skipped as error, a later run tries it "
+                     "again", page.url, exc_info=exc)
+        if isinstance(page, FetchFailure):  # its skip record needs a page's fields
+            page = ArticlePage(url=page.url, site=page.site, body=b"", declared_encoding=None,
+                               fetched_at=page.failed_at)
+        try:
+            self.stages["extract"].record_skip(page, PageSkipped("error", _describe(exc)))
+        except StoreError:
+            raise
+        except Exception:  # noqa: BLE001 - not recorded: the next run fetches the page again, as it is not stored
+            logger.exception("distributed crawl: the skip of %s could not be recorded either", page.url)
+        self._errors[page.site] += 1
 
     def drain_once(self, *, pending: bool) -> int:
         """Apply one batch (the previous writer's unacknowledged entries first), commit, acknowledge. Only with
@@ -133,9 +179,15 @@ class StreamWriter:
             logger.error("distributed crawl: %d committed entr(ies) could not be acknowledged in Redis (%s); the "
                          "writer tries again", len(self._unacknowledged), exc)
             return False
+        # Counted in this process's per-site stats, which it shares with the run's other processes at its next
+        # beat, before they can see the stream empty and the run done: every process's verdict is "pages not
+        # processed" (exit 5), as for a page its worker failed to analyse.
+        for site, count in self._errors.items():
+            self.stats.inc_value(runstats.site_key(site, "skipped/error"), count)
         self._unacknowledged.clear()
         self._handled.clear()
         self._verdicts.clear()
+        self._errors.clear()
         if self.indexes is not None:
             # After the acknowledgement, off the path between a commit and its XDEL: the state takes in every
             # committed row above its marks, those of commits within the batch too.
@@ -157,6 +209,10 @@ class StreamWriter:
             applied = self.drain_once(pending=pending)
             pending = pending and bool(applied)
             await asyncio.sleep(0 if applied else 0.05)
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _done_for_good(entry: tuple, dropped: DropItem) -> bool:

@@ -255,9 +255,14 @@ ALERT_COLUMNS = ("watch", "cluster_id", "reason", "key", "payload", "state", "at
 
 @functools.lru_cache(maxsize=512)
 def pg_sql(sql: str) -> str:
-    """Our ``?`` / ``:name`` placeholders in psycopg's style (``%`` literals doubled)."""
+    """Our ``?`` / ``:name`` placeholders in psycopg's style (``%`` literals doubled). A name may end in digits
+    (``:reason0``, as lists of values are named): left as it was, PostgreSQL refused the query.
+
+    >>> pg_sql("WHERE reason IN (:reason0, :reason1) AND url LIKE '10%' AND at = ? AND x::text = :url")
+    "WHERE reason IN (%(reason0)s, %(reason1)s) AND url LIKE '10%%' AND at = %s AND x::text = %(url)s"
+    """
     sql = sql.replace("%", "%%")
-    sql = re.sub(r"(?<![:\w]):([a-z_]+)\b", r"%(\1)s", sql)
+    sql = re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)\b", r"%(\1)s", sql)
     return sql.replace("?", "%s")
 
 
