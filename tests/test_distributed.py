@@ -332,9 +332,11 @@ def test_an_entry_a_stage_fails_on_costs_only_its_page_and_the_run_ends_with_exi
                               DocFeatures(fingerprint=text_fingerprint(text),
                                           spots=Counter({n: 1 for n in range(1, 40)} | {7: 2 ** 40}))))
 
+        published = []
+
         def publish_poison(count: int, path: str, site: FaultSite):
             if count == 0:  # a process is fetching this page: the run is under way and not done
-                ResultStream(client, prefix).publish(entry)
+                published.append(ResultStream(client, prefix).publish(entry))
             return None  # then served as usual
 
         site.faults["/a/10.html"] = publish_poison
@@ -368,6 +370,10 @@ def test_an_entry_a_stage_fails_on_costs_only_its_page_and_the_run_ends_with_exi
     handled = UrlFilter(client, prefix, retention_days=defaults.NEWSDEDUP_RETENTION_DAYS)
     assert handled_page in handled and url_key(poison) not in handled
     assert client.xlen(f"{prefix}:results") == 0
+    # The verdict a publisher waits for (here the test published the entry, and nobody takes it off the board).
+    [board] = client.keys(f"{prefix}:run:*:verdicts")
+    verdict = json.loads(client.hget(board, published[0]))
+    assert verdict["log_level"] == "ERROR" and verdict["dropped"].startswith("not processed (ValueError: "), verdict
 
 
 @pytest.mark.parametrize("victim", ["writer", "member"])
