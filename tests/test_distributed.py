@@ -28,8 +28,8 @@ from faultsite import FAST, FaultSite, kill, wait_for
 from server_fixtures import postgres, redis_server  # noqa: F401 - fixtures
 from local_site import newsdedup
 from test_crawl_e2e import check_stories, check_story_rows, run_crawl
-from newsdedup.crawl.items import FetchFailure
 from newsdedup import defaults
+from newsdedup.crawl.items import FetchFailure
 from newsdedup.demo.content import load_manifest
 from newsdedup.demo.server import DemoPortalServer
 from newsdedup.distributed import wire
@@ -314,11 +314,11 @@ def test_an_entry_a_stage_fails_on_costs_only_its_page_and_the_run_ends_with_exi
     import redis
 
     from newsdedup.crawl.analysis import PageAnalysis
+    from newsdedup.crawl.dupefilter import url_key
     from newsdedup.crawl.items import ArticlePage
     from newsdedup.dedup.features import DocFeatures
     from newsdedup.distributed.redis_run import ResultStream, UrlFilter
     from newsdedup.extract.extractor import Article
-    from newsdedup.crawl.dupefilter import url_key
     from newsdedup.text.hashing import text_fingerprint
 
     store_uri, redis_url, prefix = servers
