@@ -312,7 +312,8 @@ class RunMember:
                 await self.writer.run(lambda: True)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - entries stay pending in the stream; tried again
+            except Exception:  # noqa: BLE001 - the store or Redis failing (a page a stage fails on costs that page
+                # only: StreamWriter.apply): the entries stay pending in the stream; tried again
                 logger.exception("distributed crawl: the writer failed; trying again in 1 s")
                 await asyncio.sleep(1.0)
 
