@@ -444,16 +444,17 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
     del keys, times
     np.save(folder / "deleted.npy", np.zeros(documents, dtype=bool))
     # The distinct tokens and their document frequencies, a bucket at a time (buckets ascend: so do the tokens).
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for number in range(buckets):
-        check()
-        run = token_runs.bucket(number)
-        parts.append(_counted_union([(run["values"], run["counts"])]))
+    # Spilled too, then read whole: a list of the buckets' arrays and their concatenation would hold them twice.
+    with open(scratch / "distinct", "wb") as distinct_file, open(scratch / "frequency", "wb") as frequency_file:
+        for number in range(buckets):
+            check()
+            run = token_runs.bucket(number)
+            values, counts = _counted_union([(run["values"], run["counts"])])
+            values.tofile(distinct_file), counts.astype(np.uint32).tofile(frequency_file)
     token_runs.remove()
-    distinct = np.concatenate([values for values, _ in parts]) if parts else np.zeros(0, np.uint64)
-    frequency = np.concatenate([counts for _, counts in parts]).astype(np.uint32) if parts else \
-        np.zeros(0, np.uint32)
-    del parts
+    distinct = np.fromfile(scratch / "distinct", dtype=np.uint64)
+    frequency = np.fromfile(scratch / "frequency", dtype=np.uint32)
+    (scratch / "distinct").unlink(), (scratch / "frequency").unlink()
     np.save(folder / "tokens.npy", distinct)
     np.save(folder / _DIRECTORY, _token_directory(distinct))
     first_ids = np.append(np.searchsorted(distinct, bucket_starts), len(distinct))  # each bucket's first token id

@@ -557,14 +557,15 @@ class UrlState(_FolderState):
     def _apply(self, store, articles, repeats, rolled_back) -> int:
         count = 0
         for source, rows in ((ARTICLES, articles), (REPEATS, repeats)):
-            keys, ids, times = [], [], []
             mark = self.bloom.marks.get(source, -1)
-            for row in rows:
-                count += 1
-                fetched = seconds(row.fetched_at)
-                if row.id > mark and fetched >= self.window_start:
-                    keys.append(self.key(row.url)), ids.append(row.id), times.append(fetched)
-            self.bloom.add_rows(keys, ids, times, source=source)
+            for chunk in _chunks(rows, CHUNK_ROWS):  # a first build of 1,000,000 URLs held ~300 MB in lists at once
+                keys, ids, times = [], [], []
+                for row in chunk:
+                    count += 1
+                    fetched = seconds(row.fetched_at)
+                    if row.id > mark and fetched >= self.window_start:
+                        keys.append(self.key(row.url)), ids.append(row.id), times.append(fetched)
+                self.bloom.add_rows(keys, ids, times, source=source)
         return count
 
     def _filters(self) -> list[PersistedBloomFilter]:
