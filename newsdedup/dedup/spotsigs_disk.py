@@ -70,8 +70,9 @@ Retention
 Segments merge like an LSM tree: the newest merge while each older one is at most ``_MERGE_RATIO`` times the newer
 ones together, and the partial segments merge into a full one as soon as they hold ``max_segment_docs`` together,
 so a document is rewritten a few times and a query visits few segments.
-A segment is written a chunk of documents at a time (two passes and a counting sort into memory-mapped files), so
-writing one of a million stories holds ~1.3 GB, not every token's sort keys. With ``background_merges`` a merge is
+A segment is written by an external sort in bounded memory: a chunk of documents at a time, the sorted runs spilled
+to temporary files and merged a bucket of tokens at a time, so writing one of a million stories holds 12 bytes a
+distinct token and a few hundred MB, not every token's sort keys. With ``background_merges`` a merge is
 built in a thread while the index answers from the segments it merges; a later checkpoint swaps it in, carrying
 over what changed in them meanwhile (touches, discards), so a writer never waits a minute for a large merge.
 
@@ -260,8 +261,9 @@ class _Chunks:
     chunks: Iterator[_Docs]
 
 
-#: A segment is built a chunk of documents at a time, about this many spots a chunk, so building one of a million
-#: stories holds a few bytes a token in RAM besides the chunk (docs/performance.md), not every token's sort keys.
+#: A segment is built a chunk of documents at a time, about this many spots a chunk, and its token space sorted a
+#: bucket at a time, about this many tokens a bucket: what a build holds in RAM besides 12 bytes a distinct token
+#: (see :func:`_build_segment` and docs/performance.md).
 _BUILD_CHUNK_SPOTS = 2_000_000
 
 
