@@ -316,8 +316,10 @@ def _release(*arrays: np.ndarray) -> None:
     for array in arrays:
         base = array
         while base is not None and not isinstance(base, mmap.mmap):
+            if getattr(base, "mode", None) == "c":
+                break  # copy-on-write: dropping a changed page would lose the change
             base = getattr(base, "base", None)  # a view's base is the np.memmap, whose base is the map
-        if base is not None and not base.closed:
+        if isinstance(base, mmap.mmap) and not base.closed:
             base.madvise(mmap.MADV_DONTNEED)
 
 
