@@ -589,6 +589,40 @@ def test_a_segment_built_a_chunk_at_a_time_equals_one_built_in_one_piece(tmp_pat
             assert np.array_equal(got, values), name
 
 
+def test_a_bounded_build_spills_runs_and_writes_the_segment_of_one_piece(tmp_path, monkeypatch):
+    """#36: a segment is built by an external sort whose memory is set by ``_BUILD_CHUNK_SPOTS``. Under a tiny
+    bound (dozens of spilled runs, a hundred token buckets) a few thousand documents give, file for file, the
+    segment built in one piece, and a store built by merges under that bound answers as the in-memory index."""
+    from newsdedup.dedup import spotsigs_disk as disk
+    corpus = Corpus(seed=41)
+    stored = {key: corpus.next() for key in range(1, 3001)}
+    items = [sorted(doc.items()) for doc in stored.values()]
+    columns = (np.array(list(stored), dtype=np.int64), np.array([1_000 + key for key in stored], dtype=np.int64),
+               np.cumsum([0] + [len(doc) for doc in items]).astype(np.int64),
+               np.array([spot for doc in items for spot, _ in doc], dtype=np.uint64),
+               np.array([count for doc in items for _, count in doc], dtype=np.int64))
+    whole = open_index(tmp_path / "whole", flush_docs=3000, max_segment_docs=3000)
+    assert whole.bulk_add_arrays(*columns) == sum(doc.total() >= MIN_SIGNATURES for doc in stored.values())
+    [one_piece] = whole.segments
+    assert len(columns[3]) <= disk._BUILD_CHUNK_SPOTS  # the default: one run, one bucket
+    monkeypatch.setattr(disk, "_BUILD_CHUNK_SPOTS", 1_000)
+    assert len(columns[3]) // 1_000 >= 64  # the tiny bound: that many runs and buckets at least
+    bounded = open_index(tmp_path / "bounded", flush_docs=3000, max_segment_docs=3000)
+    bounded.bulk_add_arrays(*columns)
+    [segment] = bounded.segments
+    assert segment.checksums == one_piece.checksums
+    assert sorted(path.name for path in segment.folder.iterdir()) == sorted(segment.checksums)  # no scratch left
+    merged = open_index(tmp_path / "merged", flush_docs=250, max_segment_docs=3000)  # merges read their inputs
+    memory = SpotSigsIndex(tau=TAU, min_signatures=MIN_SIGNATURES)
+    for key, doc in stored.items():
+        merged.add(key, doc, time=1_000 + key)
+        memory.add(key, doc)
+    merged.checkpoint()
+    assert max(part.size for part in merged.segments) > 250
+    for doc in corpus.docs[::20]:
+        assert searched(bounded, doc) == searched(merged, doc) == searched(memory, doc) == searched(whole, doc)
+
+
 def test_background_merges_keep_every_decision_and_carry_changes_made_while_they_run(tmp_path):
     """A merge built in a thread: the index answers from the segments it merges meanwhile; touches, discards and
     the window's start that happen before the merged segment is swapped in are carried into it."""

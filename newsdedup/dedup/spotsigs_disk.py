@@ -70,8 +70,9 @@ Retention
 Segments merge like an LSM tree: the newest merge while each older one is at most ``_MERGE_RATIO`` times the newer
 ones together, and the partial segments merge into a full one as soon as they hold ``max_segment_docs`` together,
 so a document is rewritten a few times and a query visits few segments.
-A segment is written a chunk of documents at a time (two passes and a counting sort into memory-mapped files), so
-writing one of a million stories holds ~1.3 GB, not every token's sort keys. With ``background_merges`` a merge is
+A segment is written by an external sort in bounded memory: a chunk of documents at a time, the sorted runs spilled
+to temporary files and merged a bucket of tokens at a time, so writing one of a million stories holds 12 bytes a
+distinct token and a few hundred MB, not every token's sort keys. With ``background_merges`` a merge is
 built in a thread while the index answers from the segments it merges; a later checkpoint swaps it in, carrying
 over what changed in them meanwhile (touches, discards), so a writer never waits a minute for a large merge.
 
@@ -92,6 +93,7 @@ True
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import struct
@@ -259,8 +261,9 @@ class _Chunks:
     chunks: Iterator[_Docs]
 
 
-#: A segment is built a chunk of documents at a time, about this many spots a chunk, so building one of a million
-#: stories holds a few bytes a token in RAM besides the chunk (docs/performance.md), not every token's sort keys.
+#: A segment is built a chunk of documents at a time, about this many spots a chunk, and its token space sorted a
+#: bucket at a time, about this many tokens a bucket: what a build holds in RAM besides 12 bytes a distinct token
+#: (see :func:`_build_segment` and docs/performance.md).
 _BUILD_CHUNK_SPOTS = 2_000_000
 
 
@@ -277,7 +280,9 @@ def _kept_chunks(docs: _Docs, kept: np.ndarray) -> Iterator[_Docs]:
             where = _ranges(offsets[chosen], sizes)
             chunk_offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
             np.cumsum(sizes, out=chunk_offsets[1:])
-            yield _Docs(docs.keys[chosen], docs.times[chosen], chunk_offsets, docs.spots[where], docs.counts[where])
+            chunk = _Docs(docs.keys[chosen], docs.times[chosen], chunk_offsets, docs.spots[where], docs.counts[where])
+            _release(docs.spots, docs.counts)  # a merge's input segment: the pages just copied
+            yield chunk
         first = last
 
 
@@ -298,17 +303,107 @@ def _counted_union(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     return values[starts], np.add.reduceat(counts, starts) if len(starts) else counts[:0]
 
 
+#: At most this many token buckets a segment build sorts one at a time (see :func:`_build_segment`).
+_MAX_BUCKETS = 256
+
+
+def _release(*arrays: np.ndarray) -> None:
+    """Drop the pages of these memory-mapped arrays from the process's resident memory (the page cache keeps them:
+    a later read maps them again). A merge reads its input segments through their maps, and every page it has
+    read would otherwise stay resident until the map closes: a million stories' spots are 1.2 GB of them."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    for array in arrays:
+        base = array
+        while base is not None and not isinstance(base, mmap.mmap):
+            if getattr(base, "mode", None) == "c":
+                break  # copy-on-write: dropping a changed page would lose the change
+            base = getattr(base, "base", None)  # a view's base is the np.memmap, whose base is the map
+        if isinstance(base, mmap.mmap) and not base.closed:
+            base.madvise(mmap.MADV_DONTNEED)
+
+
+class _Runs:
+    """Sorted runs spilled to a scratch file, one a chunk, each cut into the token buckets (the slices of a run
+    whose tokens fall in each bucket), so a bucket's postings of every run can be read back together."""
+
+    def __init__(self, folder: Path, name: str, dtypes: dict[str, np.dtype]) -> None:
+        self.paths = {column: folder / f"{name}-{column}" for column in dtypes}
+        self.dtypes = dtypes
+        self.handles = {column: open(path, "wb") for column, path in self.paths.items()}
+        self.cuts: list[np.ndarray] = []  # per run: where each bucket starts in the file (elements), and its end
+        self.written = 0
+
+    def append(self, cuts: np.ndarray, **columns: np.ndarray) -> None:
+        for column, values in columns.items():
+            values.astype(self.dtypes[column], copy=False).tofile(self.handles[column])
+        self.cuts.append(cuts.astype(np.int64) + self.written)
+        self.written += int(cuts[-1])
+
+    def bucket(self, number: int) -> dict[str, np.ndarray]:
+        """Every run's slice of bucket ``number``, in run order, one array a column."""
+        for handle in self.handles.values():
+            handle.close()
+        read = {column: [] for column in self.paths}
+        for column, path in self.paths.items():
+            size = np.dtype(self.dtypes[column]).itemsize
+            with open(path, "rb") as handle:
+                for cuts in self.cuts:
+                    start, end = int(cuts[number]), int(cuts[number + 1])
+                    if end > start:
+                        handle.seek(start * size)
+                        read[column].append(np.fromfile(handle, dtype=self.dtypes[column], count=end - start))
+        return {column: np.concatenate(parts) if parts else np.zeros(0, self.dtypes[column])
+                for column, parts in read.items()}
+
+    def remove(self) -> None:
+        for column, handle in self.handles.items():
+            handle.close()
+            self.paths[column].unlink(missing_ok=True)
+
+
+class _NpyWriter:
+    """A ``.npy`` file of ``length`` elements written front to back (no map: written pages do not stay in the
+    process's resident memory), readable back by range while it is written."""
+
+    def __init__(self, path: Path, dtype, length: int) -> None:
+        self.path, self.dtype, self.length, self.written = path, np.dtype(dtype), length, 0
+        self.handle = open(path, "wb+")
+        np.lib.format.write_array_header_1_0(self.handle, {"descr": np.lib.format.dtype_to_descr(self.dtype),
+                                                           "fortran_order": False, "shape": (length,)})
+        self.header = self.handle.tell()
+
+    def write(self, values: np.ndarray) -> None:
+        self.handle.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
+        self.written += len(values)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        self.handle.flush()
+        return np.fromfile(self.path, dtype=self.dtype, count=end - start,
+                           offset=self.header + start * self.dtype.itemsize)
+
+    def close(self) -> None:
+        self.handle.close()
+        if self.written != self.length:
+            raise ValueError(f"{self.path.name}: {self.written} values written, not {self.length}")
+
+
 def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spots: int, tau: float,
                    min_containment: float, cancelled: threading.Event | None = None) -> dict[str, str]:
     """Write a segment of the documents in ``chunks`` (``documents`` of them, ``spots`` distinct spots in all,
     keys ascending across chunks) into ``folder`` (created; the caller renames it into place); returns each
     file's checksum, for the manifest.
 
-    Two passes, a chunk at a time, each output written into its memory-mapped file as it is made: the first
-    copies the documents and counts each token's documents; the second places every token's postings at its
-    list's cursor (counting sort: documents ascend within a list because chunks come in key order) and keeps the
-    prefix postings of each document, which a third step places the same way. RAM: ~4 bytes a token of the
-    segment for the prefix postings (in temporary files), ~30 bytes a distinct token, and one chunk's arrays.
+    An external sort in bounded memory, whatever the segment's size. The token space is cut into buckets by the
+    tokens' top bits (uniform hashes: about ``_BUILD_CHUNK_SPOTS`` tokens a bucket). Pass 1, a chunk of documents
+    at a time: the documents are written out, and the chunk's distinct tokens with their counts are spilled as a
+    sorted run. Then a bucket at a time, its slices of every run are merged: the distinct tokens and their
+    document frequencies. Pass 2, a chunk at a time: the chunk's postings sorted by token (documents ascend within
+    a token: chunks come in key order) and each document's prefix (its first tokens in the segment's order) are
+    spilled as runs. Step 3, a bucket at a time: its slices of the runs, stably sorted by token, are the full and
+    prefix lists of its tokens, written in order. Every output is written front to back (no map stays resident).
+    RAM: 12 bytes a distinct token of the segment (the tokens and their frequencies), a chunk's arrays and a
+    bucket's; the runs are temporary files (~20 bytes a token) removed before the checksums.
     ``cancelled``: raise :class:`MergeCancelled` at the next chunk once it is set.
     """
     def check() -> None:
@@ -316,94 +411,127 @@ def _build_segment(folder: Path, chunks: Iterable[_Docs], *, documents: int, spo
             raise MergeCancelled
 
     folder.mkdir(parents=True)
+    scratch = folder / "scratch"
+    scratch.mkdir()
+    chunk_spots = _BUILD_CHUNK_SPOTS
+    bits = min(_MAX_BUCKETS.bit_length() - 1, max(0, int(np.ceil(np.log2(max(1.0, spots / chunk_spots))))))
+    bucket_starts = np.arange(1 << bits, dtype=np.uint64) << _U64(64 - bits) if bits else np.zeros(1, np.uint64)
+    buckets = len(bucket_starts)
 
-    def output(name: str, dtype, length: int) -> np.ndarray:
-        return np.lib.format.open_memmap(folder / f"{name}.npy", mode="w+", dtype=dtype, shape=(length,))
+    def cut(sorted_values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return np.append(np.searchsorted(sorted_values, starts), len(sorted_values))
 
-    keys, times = output("keys", np.int64, documents), output("times", np.uint32, documents)
-    lengths, spot_offsets = output("lengths", np.uint32, documents), output("spot_offsets", np.int64, documents + 1)
-    spot_values, spot_counts = output("spots", np.uint64, spots), output("counts", np.uint32, spots)
-    np.save(folder / "deleted.npy", np.zeros(documents, dtype=bool))
-    # Pass 1: the documents, and each distinct token's number of documents (runs merged like a binary counter).
-    runs: list[tuple[np.ndarray, np.ndarray]] = []
+    keys, times = np.empty(documents, np.int64), np.empty(documents, np.uint32)
+    lengths, spot_offsets = np.empty(documents, np.uint32), np.zeros(documents + 1, np.int64)
+    spot_values = _NpyWriter(folder / "spots.npy", np.uint64, spots)
+    spot_counts = _NpyWriter(folder / "counts.npy", np.uint32, spots)
+    token_runs = _Runs(scratch, "tokens", {"values": np.uint64, "counts": np.uint32})
+    # Pass 1: the documents, and each chunk's distinct tokens with their documents, a sorted run on disk.
     doc, spot = 0, 0
-    spot_offsets[0] = 0
     for chunk in chunks:
         check()
         n, size = len(chunk.keys), len(chunk.spots)
+        if doc + n > documents or spot + size > spots:
+            raise ValueError(f"the chunks held more than {documents} documents and {spots} spots")
         keys[doc:doc + n], times[doc:doc + n] = chunk.keys, chunk.times
         spot_offsets[doc + 1:doc + n + 1] = chunk.spot_offsets[1:] + spot
-        spot_values[spot:spot + size], spot_counts[spot:spot + size] = chunk.spots, chunk.counts
+        spot_values.write(chunk.spots), spot_counts.write(chunk.counts)
         lengths[doc:doc + n] = _lengths(chunk.spot_offsets, chunk.counts)
-        runs.append(np.unique(spot_tokens(chunk.spots.astype(np.uint64), chunk.counts.astype(np.uint32)),
-                              return_counts=True))
-        while len(runs) >= 2 and len(runs[-2][0]) <= 2 * len(runs[-1][0]):
-            runs[-2:] = [_counted_union(runs[-2:])]
+        values, counts = np.unique(spot_tokens(chunk.spots.astype(np.uint64), chunk.counts.astype(np.uint32)),
+                                   return_counts=True)
+        token_runs.append(cut(values, bucket_starts), values=values, counts=counts)
         doc, spot = doc + n, spot + size
     if (doc, spot) != (documents, spots):
         raise ValueError(f"the chunks held {doc} documents and {spot} spots, not {documents} and {spots}")
-    distinct, frequency = _counted_union(runs) if runs else (np.zeros(0, np.uint64), np.zeros(0, np.int64))
-    del runs
+    for name, array in (("keys", keys), ("times", times), ("lengths", lengths), ("spot_offsets", spot_offsets)):
+        np.save(folder / f"{name}.npy", array)
+    del keys, times
+    np.save(folder / "deleted.npy", np.zeros(documents, dtype=bool))
+    # The distinct tokens and their document frequencies, a bucket at a time (buckets ascend: so do the tokens).
+    # Spilled too, then read whole: a list of the buckets' arrays and their concatenation would hold them twice.
+    with open(scratch / "distinct", "wb") as distinct_file, open(scratch / "frequency", "wb") as frequency_file:
+        for number in range(buckets):
+            check()
+            run = token_runs.bucket(number)
+            values, counts = _counted_union([(run["values"], run["counts"])])
+            values.tofile(distinct_file), counts.astype(np.uint32).tofile(frequency_file)
+    token_runs.remove()
+    distinct = np.fromfile(scratch / "distinct", dtype=np.uint64)
+    frequency = np.fromfile(scratch / "frequency", dtype=np.uint32)
+    (scratch / "distinct").unlink(), (scratch / "frequency").unlink()
     np.save(folder / "tokens.npy", distinct)
     np.save(folder / _DIRECTORY, _token_directory(distinct))
-    full_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
-    np.cumsum(frequency, out=full_offsets[1:])
-    np.save(folder / "full_offsets.npy", full_offsets)
-    # The segment's global order: rarest first, then by token value.
-    rank = np.empty(len(distinct), dtype=np.uint32)
-    rank[np.argsort(frequency, kind="stable")] = np.arange(len(distinct), dtype=np.uint32)
-    del frequency
-    # Pass 2: full lists by counting sort; each document's prefix (its first tokens in the segment's order).
-    full_docs = output("full_docs", np.uint32, int(full_offsets[-1]))
-    cursor = full_offsets[:-1].copy()
-    prefix_counts = np.zeros(len(distinct), dtype=np.int64)
-    prefix_parts: list[Path] = []
+    first_ids = np.append(np.searchsorted(distinct, bucket_starts), len(distinct))  # each bucket's first token id
+    full_offsets = _NpyWriter(folder / "full_offsets.npy", np.int64, len(distinct) + 1)
+    total = 0
+    full_offsets.write(np.zeros(1, np.int64))
+    for number in range(buckets):
+        ends = np.cumsum(frequency[first_ids[number]:first_ids[number + 1]], dtype=np.int64) + total
+        full_offsets.write(ends)
+        total = int(ends[-1]) if len(ends) else total
+    full_offsets.close()
+    # Pass 2: each chunk's postings by token, and its documents' prefixes in the segment's order (rarest first,
+    # then by token), as runs.
+    full_runs = _Runs(scratch, "full", {"ids": np.uint32, "docs": np.uint32})
+    prefix_runs = _Runs(scratch, "prefix", {"ids": np.uint32, "docs": np.uint32, "positions": np.uint16})
     chunk_docs = _chunk_docs(lengths)
     for first in range(0, documents, chunk_docs):
         check()
         last = min(documents, first + chunk_docs)
         start, end = int(spot_offsets[first]), int(spot_offsets[last])
         doc_lengths = lengths[first:last].astype(np.int64)
-        tokens = spot_tokens(np.asarray(spot_values[start:end]), np.asarray(spot_counts[start:end]))
+        tokens = spot_tokens(spot_values.read(start, end), spot_counts.read(start, end))
         doc_of = np.repeat(np.arange(first, last, dtype=np.uint32), doc_lengths)
         order = np.argsort(tokens, kind="stable")  # documents ascend within a token
-        ids = np.empty(len(tokens), dtype=np.int64)
-        ids[order] = np.searchsorted(distinct, tokens[order])
+        by_token = np.searchsorted(distinct, tokens[order])
         del tokens
-        _place(full_docs, cursor, ids[order], doc_of[order])
-        del order
-        in_doc_order = np.argsort((doc_of.astype(np.uint64) << _U64(32)) | rank[ids])
+        full_runs.append(cut(by_token, first_ids), ids=by_token, docs=doc_of[order])
+        ids = np.empty(len(order), dtype=np.int64)
+        ids[order] = by_token
+        # The chunk's tokens ranked by (frequency, token): the segment's order among them.
+        new = np.concatenate(([True], by_token[1:] != by_token[:-1])) if len(by_token) else np.zeros(0, bool)
+        present = by_token[new]
+        rank = np.empty(len(present), dtype=np.uint64)
+        rank[np.argsort(frequency[present], kind="stable")] = np.arange(len(present), dtype=np.uint64)
+        local = np.empty(len(order), dtype=np.int64)
+        local[order] = np.cumsum(new) - 1
+        del order, by_token, new, present
+        in_doc_order = np.argsort((doc_of.astype(np.uint64) << _U64(32)) | rank[local])
+        del rank, local
         ids, doc_of = ids[in_doc_order], doc_of[in_doc_order]
         del in_doc_order
         position = np.arange(len(ids), dtype=np.int64) - np.repeat(np.cumsum(doc_lengths) - doc_lengths, doc_lengths)
         keep = position < np.repeat(doc_lengths - _prefix_overlap(doc_lengths, tau, min_containment)
                                     + PREFIX_EXTENSION, doc_lengths)
-        ids = ids[keep].astype(np.uint32)
-        prefix_counts += np.bincount(ids, minlength=len(distinct))
-        part = folder / f"prefix-part-{len(prefix_parts)}.npz"
-        positions = np.minimum(position[keep], _POSITION_CAP).astype(np.uint16)
-        np.savez(part, ids=ids, docs=doc_of[keep], positions=positions)
-        prefix_parts.append(part)
-    full_docs.flush()
-    del full_docs, cursor, rank
-    # Step 3: the prefix lists, by counting sort of the parts kept in pass 2.
-    prefix_offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
-    np.cumsum(prefix_counts, out=prefix_offsets[1:])
-    del prefix_counts
-    np.save(folder / "prefix_offsets.npy", prefix_offsets)
-    prefix_docs = output("prefix_docs", np.uint32, int(prefix_offsets[-1]))
-    prefix_pos = output("prefix_pos", np.uint16, int(prefix_offsets[-1]))
-    cursor = prefix_offsets[:-1].copy()
-    for part in prefix_parts:
-        with np.load(part) as saved:
-            ids, docs, positions = saved["ids"], saved["docs"], saved["positions"]
-        order = np.argsort(ids, kind="stable")
-        where = _place(None, cursor, ids[order].astype(np.int64), None)
-        prefix_docs[where], prefix_pos[where] = docs[order], positions[order]
-        part.unlink()
-    for array in (keys, times, lengths, spot_offsets, spot_values, spot_counts, prefix_docs, prefix_pos):
-        array.flush()
-    del keys, times, lengths, spot_offsets, spot_values, spot_counts, prefix_docs, prefix_pos
+        ids, doc_of, position = ids[keep], doc_of[keep], np.minimum(position[keep], _POSITION_CAP)
+        order = np.argsort(ids, kind="stable")  # documents still ascend within a token
+        ids = ids[order]
+        prefix_runs.append(cut(ids, first_ids), ids=ids, docs=doc_of[order], positions=position[order])
+    spot_values.close(), spot_counts.close()
+    del spot_offsets, lengths, distinct, frequency
+    # Step 3: the full and prefix lists, a bucket at a time: its slices of the runs, stably sorted by token.
+    full_docs = _NpyWriter(folder / "full_docs.npy", np.uint32, total)
+    prefixes = prefix_runs.written
+    prefix_docs = _NpyWriter(folder / "prefix_docs.npy", np.uint32, prefixes)
+    prefix_pos = _NpyWriter(folder / "prefix_pos.npy", np.uint16, prefixes)
+    prefix_offsets = _NpyWriter(folder / "prefix_offsets.npy", np.int64, int(first_ids[-1]) + 1)
+    prefix_offsets.write(np.zeros(1, np.int64))
+    placed = 0
+    for number in range(buckets):
+        check()
+        run = full_runs.bucket(number)
+        full_docs.write(run["docs"][np.argsort(run["ids"], kind="stable")])
+        run = prefix_runs.bucket(number)
+        order = np.argsort(run["ids"], kind="stable")
+        prefix_docs.write(run["docs"][order]), prefix_pos.write(run["positions"][order])
+        low, high = int(first_ids[number]), int(first_ids[number + 1])
+        ends = np.cumsum(np.bincount(run["ids"].astype(np.int64) - low, minlength=high - low), dtype=np.int64)
+        prefix_offsets.write(ends + placed)
+        placed += int(ends[-1]) if len(ends) else 0
+    for writer in (full_docs, prefix_docs, prefix_pos, prefix_offsets):
+        writer.close()
+    full_runs.remove(), prefix_runs.remove()
+    scratch.rmdir()
     fsync_folder(folder, files=True)
     # Hashed as written (read back from the page cache, ~1 s a million stories, in the merge thread when it merges).
     return {child.name: file_digest(child) for child in sorted(folder.iterdir())}
@@ -420,18 +548,6 @@ def _lengths(spot_offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def _chunk_docs(lengths: np.ndarray) -> int:
     """Documents a chunk of pass 2: about ``_BUILD_CHUNK_SPOTS`` tokens at the segment's mean length."""
     return max(1, int(_BUILD_CHUNK_SPOTS * len(lengths) // max(1, int(lengths.sum(dtype=np.int64)))))
-
-
-def _place(target: np.ndarray | None, cursor: np.ndarray, ids: np.ndarray, values: np.ndarray | None) -> np.ndarray:
-    """Counting sort, one chunk: the places of postings of lists ``ids`` (ascending), each list filled from its
-    ``cursor`` on, which advances; writes ``values`` there when given a ``target``."""
-    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1]))) if len(ids) else np.zeros(0, np.int64)
-    sizes = np.diff(np.append(starts, len(ids)))
-    where = cursor[ids] + (np.arange(len(ids), dtype=np.int64) - np.repeat(starts, sizes))
-    cursor[ids[starts]] += sizes
-    if target is not None:
-        target[where] = values
-    return where
 
 
 def _prefix_overlap(lengths, tau: float, min_containment: float):

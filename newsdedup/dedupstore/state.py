@@ -83,9 +83,10 @@ DAY = 86_400
 SAVE_EVERY = 10.0
 CHUNK_ROWS = 100_000  # rows taken in at a time
 #: The near index's largest segment: a query visits one more segment per this many stories (at 10,000,000 stories,
-#: 40 segments of 250,000 gave a CPU p99 of 41 ms, 10 of 1,000,000 gave 12.9 ms). A segment is built a chunk at a
-#: time: a million stories hold ~1.3 GB while it is written (docs/performance.md). Merges run in a thread
-#: (``background_merges``), so the writer never waits for one: a 1,000,000-story merge takes ~80-90 s here.
+#: 40 segments of 250,000 gave a CPU p99 of 41 ms, 10 of 1,000,000 gave 12.9 ms). A segment is built by an
+#: external sort in bounded memory: a million stories hold a few hundred MB while it is written (docs/performance.md).
+#: Merges run in a thread (``background_merges``), so the writer never waits for one: a 1,000,000-story merge takes
+#: ~80-90 s here.
 NEAR_SEGMENT_DOCS = 1_000_000
 #: Postings a near-duplicate search path reads across the persisted index, rarest spots first (PersistentSpotSigsIndex's
 #: ``probe_budget``). It binds only on a large window (millions of stories), where it cuts a decision's tail (at
@@ -557,14 +558,15 @@ class UrlState(_FolderState):
     def _apply(self, store, articles, repeats, rolled_back) -> int:
         count = 0
         for source, rows in ((ARTICLES, articles), (REPEATS, repeats)):
-            keys, ids, times = [], [], []
             mark = self.bloom.marks.get(source, -1)
-            for row in rows:
-                count += 1
-                fetched = seconds(row.fetched_at)
-                if row.id > mark and fetched >= self.window_start:
-                    keys.append(self.key(row.url)), ids.append(row.id), times.append(fetched)
-            self.bloom.add_rows(keys, ids, times, source=source)
+            for chunk in _chunks(rows, CHUNK_ROWS):  # a first build of 1,000,000 URLs held ~300 MB in lists at once
+                keys, ids, times = [], [], []
+                for row in chunk:
+                    count += 1
+                    fetched = seconds(row.fetched_at)
+                    if row.id > mark and fetched >= self.window_start:
+                        keys.append(self.key(row.url)), ids.append(row.id), times.append(fetched)
+                self.bloom.add_rows(keys, ids, times, source=source)
         return count
 
     def _filters(self) -> list[PersistedBloomFilter]:
