@@ -494,3 +494,22 @@ def test_visible_text_reads_what_the_python_walk_reads():
     root = lxml.html.document_fromstring(pages[0])
     assert metadata.visible_text(root) == "甲乙丙丁戊\n尾巴\n块\n换行\n后Word 标签 空格 全角\n格一\n格二"
     assert metadata.visible_text(root, limit=3) == metadata._visible_text_walk(root, 3) == "甲乙丙丁"
+
+
+def test_link_texts_in_one_pass_are_each_links_text_content():
+    """The link texts read in one stylesheet pass (the list-page and related-headline tests weigh them) are what
+    text_content() gives each link: on every fixture page, for a link whose text holds the pass's separator, and for
+    a part of a document (read link by link)."""
+    import lxml.html
+
+    from newsdedup.extract.extractor import _LINK_SEPARATOR, _link_texts, _parse
+
+    pages = sorted(PAGES.glob("*.html"))
+    assert pages
+    for path in pages:
+        root = _parse(path.read_bytes().decode("utf-8", "replace"))
+        assert _link_texts(root) == [a.text_content() for a in root.iter("a")], path.name
+    root = lxml.html.document_fromstring(
+        f"<html><body><a href='/1'>甲{_LINK_SEPARATOR}乙</a><p><a href='/2'>丙<b>丁</b>戊</a>尾</p><a href='/3'></a></body></html>")
+    assert _link_texts(root) == [f"甲{_LINK_SEPARATOR}乙", "丙丁戊", ""]
+    assert _link_texts(root.find("body/p")) == ["丙丁戊"]

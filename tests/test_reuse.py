@@ -445,3 +445,31 @@ def test_a_record_of_several_passages_turns_to_the_quoting_storys_view_in_its_or
     assert [p.start for p in passages] == sorted(p.start for p in passages)
     for p in passages:  # the quoting (stored) story's offsets first
         assert stored[p.start : p.start + 20] == REPORT[p.source_start : p.source_start + 20]
+
+
+def test_texts_read_again_from_the_recent_ones_give_the_same_records(monkeypatch):
+    """A crawl looks a page up, indexes it once stored, and aligns later pages against it: the index keeps its last
+    texts read (:data:`~newsdedup.dedup.reuse.RECENT_TEXTS`). The records are those of an index that reads every
+    text again, and the texts kept stay within the bound."""
+    import newsdedup.dedup.reuse as reuse
+
+    rng = random.Random(5)
+    texts = [COMMENT_OWN_START + "".join(rng.sample(REPORT_PARAGRAPHS, 2)) + COMMENT_OWN_END + str(n) for n in range(12)]
+    texts += [REPORT, COMMENT, SAME_EVENT, UNRELATED]
+
+    def run(recent: int):
+        monkeypatch.setattr(reuse, "RECENT_TEXTS", recent)
+        stored: dict[int, str] = {}
+        index = ReuseIndex(text_of=stored.__getitem__)
+        found = []
+        for story_id, text in enumerate(texts):
+            found.append(index.find(text, group="site" if story_id % 2 else None))
+            stored[story_id] = text
+            index.add(story_id, text, group="site" if story_id % 2 else None)
+        return found, len(index._recent)  # noqa: SLF001
+
+    kept, held = run(4)
+    assert held == 4
+    assert any(kept)  # the quotes are found
+    assert run(0) == (kept, 0)  # read again every time
+    assert run(64)[0] == kept

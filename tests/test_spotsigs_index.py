@@ -382,6 +382,9 @@ def test_pruning_compares_far_fewer_documents_than_share_a_spot() -> None:
         (lambda: SpotSigsIndex(0.5).query(Counter({"a": 1}), tau=0), "tau"),
         (lambda: SpotSigsIndex(0.5).add("k", ["a", "b"]), "mapping"),
         (lambda: SpotSigsIndex(0.5).add("k", {"a": 1.5}), "integers"),
+        # 64-bit spots, as a crawl hashes them, are checked as strictly (their counts by type, not value)
+        (lambda: SpotSigsIndex(0.5).add("k", {1: 2, 7: 1.0}), "integers"),
+        (lambda: SpotSigsIndex(0.5).query(Counter({1: 2, 7: True})), "integers"),
     ],
 )
 def test_arguments_are_validated(call, message: str) -> None:
@@ -419,3 +422,10 @@ def test_contained_with_the_whole_rule_equals_brute_force() -> None:
     assert dropped > 20 and kept_short > 20, (dropped, kept_short)
     with pytest.raises(ValueError, match="whole_below"):
         index.contained(docs[0], min_containment=0.7, whole_below=1.5)
+
+
+def test_integer_spots_without_a_positive_count_are_left_out() -> None:
+    index = SpotSigsIndex(0.5)
+    index.add("k", Counter({11: 2, 12: 0, 13: -1, 14: 1}))
+    assert index.query(Counter({11: 2, 14: 1})) == [("k", 1.0)]
+    assert index.query(Counter({11: 2, 14: 1, 12: 5, 13: -3}), tau=0.3) == [("k", 3 / 8)]  # 12 counts, 13 does not

@@ -68,6 +68,7 @@ from newsdedup.dedup.spotsigs import containment_match, length_partitions
 __all__ = ["SpotSigsIndex"]
 
 _LENGTH_CAP = (1 << 24) - 1  # 16,777,215 spots per document
+_PLAIN_INT = frozenset({int})  # the type of every spot and count in the common case (_positive_counts)
 _ZEROS = repeat(0)
 
 # A spot's 32-bit head: below _SHARED, the sequence number of its only holder; else
@@ -670,6 +671,13 @@ class SpotSigsIndex:
                 "signatures must be a mapping spot -> count (a Counter from spot_signatures), "
                 f"got {type(signatures).__name__}"
             )
+        counts = signatures.values()
+        # A crawl's spots are 64-bit hashes counted in plain ints (each page's checked three times: query, containment,
+        # add): checked by their types at C speed, ~30 us of a 300-spot page's loop below. Other keys take the loop.
+        if set(map(type, counts)) <= _PLAIN_INT and set(map(type, signatures)) <= _PLAIN_INT:
+            if not counts or min(counts) > 0:
+                return dict(signatures)
+            return {spot: count for spot, count in signatures.items() if count > 0}
         positive: dict[Hashable, int] = {}
         for spot, count in signatures.items():
             if isinstance(count, bool) or not isinstance(count, int):

@@ -575,13 +575,23 @@ def _names_boilerplate(el: HtmlElement) -> bool:
 
 def _remove_outermost(remover: _Remover, doomed: Callable[[HtmlElement], bool]) -> int:
     """Drop the outermost elements (below html, head and body) that are ``doomed``: what they hold goes with
-    them unexamined: lxml's C walk skips their subtrees."""
+    them unexamined.
+
+    The elements are read from the remover's last measuring walk (:attr:`_Remover.walk`, in document order with
+    each element's subtree size), which matches the tree: every pass that drops something is followed by a
+    refresh. A doomed element's subtree is stepped over by its size, with no walk of the tree in lxml and no
+    Python proxy handed out per node (a walk of its own per pass was ~0.25 ms of a 150 KB page)."""
+    walk = remover.walk
+    elements, trail = walk.elements, walk.trail
     found = []
-    walker = etree.iterwalk(remover.root, events=("start",))  # elements only, in document order
-    for _, el in walker:
-        if not _is_top(el) and doomed(el):
+    i, end = 0, len(elements)
+    while i < end:
+        el = elements[i]
+        if doomed(el) and not _is_top(el):  # both pure: the cheap, nearly always false test first
             found.append(el)
-            walker.skip_subtree()
+            i += trail[i][4]
+        else:
+            i += 1
     return sum(remover.drop(el) for el in found)
 
 
