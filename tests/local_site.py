@@ -6,7 +6,6 @@ The story texts are invented for these tests (no third-party text).
 
 from __future__ import annotations
 
-import collections
 import json
 import sqlite3
 import subprocess
@@ -15,10 +14,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import REPO_ROOT
+from newsdedup.demo.server import LoopbackServer, Request, Response
 from newsdedup.storage.origin import earliest
 
 STORY = [
@@ -73,52 +72,32 @@ class Page:
     after: str | None = None  # the response waits until this other path's response was sent whole
 
 
-class LocalSite:
+class LocalSite(LoopbackServer):
     """Serves ``pages`` (path -> Page) on 127.0.0.1; portals are path prefixes ``/<site>/``."""
 
     def __init__(self, sites: tuple[str, ...]) -> None:
+        super().__init__({})
         self.sites = sites
         self.pages: dict[str, Page] = {}
-        self.requests: Counter[str] = Counter()
-        self.sent: collections.defaultdict[str, threading.Event] = collections.defaultdict(threading.Event)
         self._links: dict[str, list[str]] = {site: [] for site in sites}
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                site.requests[self.path] += 1
-                page = site.pages.get(self.path)
-                if page is None:
-                    self.send_error(404)
-                    return
-                time.sleep(page.delay)
-                if page.gate is not None:
-                    page.gate.wait(300)
-                if page.after is not None:
-                    site.sent[page.after].wait(300)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(page.body)))
-                self.end_headers()
-                self.wfile.write(page.body)
-                self.wfile.flush()
-                site.sent[self.path].set()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
         for name in sites:
             self.pages[f"/{name}/index.html"] = Page(list_html(name, []))
 
-    def __enter__(self) -> LocalSite:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
+    @property
+    def requests(self) -> Counter[str]:
+        """Requests received per path as requested (query kept)."""
+        return self.requests_received
 
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, request: Request) -> Response | None:
+        page = self.pages.get(request.target)
+        if page is None:
+            return None
+        time.sleep(page.delay)
+        if page.gate is not None:
+            page.gate.wait(300)
+        if page.after is not None:
+            self.sent(page.after).wait(300)
+        return Response(page.body)
 
     def publish(self, site: str, number: int, title: str, paragraphs: list[str], published: str | None,
                 *, delay: float = 0.0, after: str | None = None) -> str:
