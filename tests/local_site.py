@@ -1,5 +1,5 @@
 """A tiny news site on 127.0.0.1 for crawl tests: portals with a list page each and article pages whose
-text, publication time and response delay a test sets; plus the checks every crawl test makes on a store.
+text, publication time and response order a test sets; plus the checks every crawl test makes on a store.
 
 The story texts are invented for these tests (no third-party text).
 """
@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +66,6 @@ def list_html(site: str, links: list[str]) -> bytes:
 @dataclass
 class Page:
     body: bytes
-    delay: float = 0.0  # seconds before the response: decides which page a crawl receives first
     gate: threading.Event | None = None  # the response waits until a test sets it (an event, not a guess of time)
     after: str | None = None  # the response waits until this other path's response was sent whole
 
@@ -92,7 +90,6 @@ class LocalSite(LoopbackServer):
         page = self.pages.get(request.target)
         if page is None:
             return None
-        time.sleep(page.delay)
         if page.gate is not None:
             page.gate.wait(300)
         if page.after is not None:
@@ -100,11 +97,11 @@ class LocalSite(LoopbackServer):
         return Response(page.body)
 
     def publish(self, site: str, number: int, title: str, paragraphs: list[str], published: str | None,
-                *, delay: float = 0.0, after: str | None = None) -> str:
+                *, after: str | None = None) -> str:
         """Put an article on ``site``'s list page; returns its URL. ``after``: a URL this page is answered after."""
         path = f"/{site}/news/{number}.html"
         after_path = after.removeprefix(self.base_url) if after else None
-        self.pages[path] = Page(article_html(site, title, paragraphs, published), delay, after=after_path)
+        self.pages[path] = Page(article_html(site, title, paragraphs, published), after=after_path)
         self._links[site].append(path)
         self.pages[f"/{site}/index.html"] = Page(list_html(site, self._links[site]))
         return self.base_url + path

@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -176,7 +175,9 @@ def test_sigterm_stops_a_crawl_stuck_on_a_hung_page(tmp_path):
             _on_the_hung_page(site, crawl)
             workers = worker_pids(crawl.pid)
             crawl.send_signal(signal.SIGTERM)
-            time.sleep(1)
+            # The second only once the first was taken (Scrapy logs it after putting its forced-stop handler in
+            # place): two signals sent before the process handles one are one signal.
+            wait_for(lambda: "Received SIGTERM, shutting down gracefully" in (tmp_path / "two.log").read_text(), 120)
             crawl.send_signal(signal.SIGTERM)
             code = crawl.wait(timeout=120)
         finally:
