@@ -19,14 +19,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import REPO_ROOT
+from newsdedup.demo.server import LoopbackServer, Request, Response
 
 # --- our own article text ---------------------------------------------------------------------------------
 # Invented places, offices and things; sentences are random word sequences with function words between them, so
@@ -101,13 +100,9 @@ def hung_article_html(*, number: int = 0) -> bytes:
 
 
 # --- faults -----------------------------------------------------------------------------------------------
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes = b""
-    content_type: str = "text/html; charset=utf-8"
-    headers: tuple[tuple[str, str], ...] = ()
-    delay: float = 0.0
+@dataclass(frozen=True)
+class Reply(Response):
+    delay: float = 0.0  # seconds before it is sent
 
 
 # (times served before, request path, the site) -> a reply, or None to serve the page normally
@@ -117,20 +112,20 @@ Fault = Callable[[int, str, "FaultSite"], "Reply | None"]
 def status(code: int, *, times: int | None = None) -> Fault:
     """Answer with HTTP ``code`` (the first ``times`` requests, or always)."""
     page = f"<html><body><h1>{code}</h1></body></html>".encode()
-    return lambda n, path, site: Reply(code, page) if times is None or n < times else None
+    return lambda n, path, site: Reply(page, status=code) if times is None or n < times else None
 
 
 def body_once(body: bytes, content_type: str = "text/html; charset=utf-8", *, times: int = 1) -> Fault:
     """Serve ``body`` instead of the article the first ``times`` requests (empty page, placeholder...)."""
-    return lambda n, path, site: Reply(200, body, content_type) if n < times else None
+    return lambda n, path, site: Reply(body, content_type) if n < times else None
 
 
 def always(body: bytes, content_type: str = "text/html; charset=utf-8") -> Fault:
-    return lambda n, path, site: Reply(200, body, content_type)
+    return lambda n, path, site: Reply(body, content_type)
 
 
 def redirect_loop() -> Fault:
-    return lambda n, path, site: Reply(302, b"", headers=(("Location", f"{path.split('?')[0]}?hop={n + 1}"),))
+    return lambda n, path, site: Reply(b"", status=302, headers=(("Location", f"{path.split('?')[0]}?hop={n + 1}"),))
 
 
 def slow(seconds: float) -> Fault:
@@ -142,7 +137,7 @@ PLACEHOLDER = article_html("稿件审核中", ["稿件审核中，请稍后访�
 PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n" + b"0" * 4000 + b"\n%%EOF\n"
 
 
-class FaultSite:
+class FaultSite(LoopbackServer):
     """A news portal on 127.0.0.1: ``/list/<k>.html`` pages linking ``articles`` pages ``/a/<n>.html``.
 
     ``reprints`` maps an article number to ``(original number, "exact" | "near")``: an exact reprint has the
@@ -158,30 +153,23 @@ class FaultSite:
         self.faults: dict[str, Fault] = {}
         self.extra_links: list[str] = []  # more article paths to list (fault pages outside 1..articles)
         self.link_path = "/a/{n}.html"  # what list pages link to (tests change the layout)
-        self.served: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
         self._cache: dict[str, bytes] = {}
-
-    # -- lifecycle
-    def __enter__(self) -> FaultSite:
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        httpd.daemon_threads = True
-        httpd.site = self  # type: ignore[attr-defined]
-        self._httpd = httpd
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        super().__init__(self.page)
 
     @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+    def served(self) -> collections.Counter[str]:
+        """Requests received per path (query dropped)."""
+        return self.requests_served
+
+    def respond(self, request: Request) -> Response | None:
+        with self._lock:
+            fault = self.faults.get(request.path)
+        reply = fault(request.seen, request.target, self) if fault is not None else None
+        if reply is None:
+            reply = super().respond(request)  # the page as usual
+        if isinstance(reply, Reply) and reply.delay:
+            time.sleep(reply.delay)
+        return reply
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -216,7 +204,7 @@ class FaultSite:
 
     def page(self, path: str) -> Reply | None:
         if path == "/robots.txt":
-            return Reply(200, b"User-agent: *\nAllow: /\n", "text/plain")
+            return Reply(b"User-agent: *\nAllow: /\n", "text/plain")
         if path.startswith("/list/") and path.endswith(".html"):
             try:
                 k = int(path[len("/list/"):-len(".html")])
@@ -224,7 +212,7 @@ class FaultSite:
                 return None
             return self._list(k)
         if path in self._cache:
-            return Reply(200, self._cache[path], delay=self.article_delay)
+            return Reply(self._cache[path], delay=self.article_delay)
         if path.startswith("/a/") and path.endswith(".html"):
             try:
                 n = int(path[len("/a/"):-len(".html")])
@@ -232,7 +220,7 @@ class FaultSite:
                 return None
             if 1 <= n <= self.articles or path in self.extra_links:
                 html = article_html(f"第{n}号新闻：{_WORDS[n % len(_WORDS)]}进展", self.paragraphs(n))
-                return Reply(200, html.encode("utf-8"), delay=self.article_delay)
+                return Reply(html.encode("utf-8"), delay=self.article_delay)
         return None
 
     def set_page(self, path: str, body: bytes) -> None:
@@ -252,39 +240,7 @@ class FaultSite:
         more = f'<a href="/list/{k + 1}.html">下一页</a>' if k * self.per_list < len(paths) else ""
         html = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>滚动新闻 第{k}页</title></head>'
                 f'<body><a href="/about.html">关于我们</a><ul>\n{links}\n</ul>{more}</body></html>')
-        return Reply(200, html.encode("utf-8"))
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802
-        site: FaultSite = self.server.site  # type: ignore[attr-defined]
-        path = self.path.split("?", 1)[0]
-        with site._lock:
-            count = site.served[path]
-            site.served[path] += 1
-            fault = site.faults.get(path)
-        reply = fault(count, self.path, site) if fault is not None else None
-        if reply is None:
-            reply = site.page(path)
-        if reply is None:
-            reply = Reply(404, b"<html><body>404</body></html>")
-        if reply.delay:
-            time.sleep(reply.delay)
-        self.send_response(reply.status)
-        self.send_header("Content-Type", reply.content_type)
-        for name, value in reply.headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(reply.body)))
-        self.end_headers()
-        try:
-            self.wfile.write(reply.body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the crawler gave up on it (over-size download)
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002
-        pass
+        return Reply(html.encode("utf-8"))
 
 
 # --- crawling ---------------------------------------------------------------------------------------------

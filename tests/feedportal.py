@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from faultsite import article_paragraphs
 from local_site import article_html
+from newsdedup.demo.server import LoopbackServer, Request, Response
 
 # Article 10 has no date on its page: its time comes from the roll feed's ctime (2026-01-05 10:20:30 China time).
 UNDATED_ARTICLE = 10
@@ -40,42 +39,28 @@ ROLL_PAGE_SIZE = 2
 ENDLESS_MAX_PAGES = 3
 
 
-class FeedPortal:
+class FeedPortal(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__({})
         self.served: Counter[tuple[str, str]] = Counter()  # (host name, path with query)
         self.roll = [10, 11, 12, 13]  # newest first, as sina's roll lists
-        portal = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
-                portal.served[(host, self.path)] += 1
-                reply = portal.reply(self.path)
-                if reply is None:
-                    self.send_error(404)
-                    return
-                status, content_type, body = reply
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
 
-            def log_message(self, *args) -> None:
-                pass
+    @property
+    def base(self) -> str:
+        return self.base_url
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.mobile = f"http://localhost:{self.port}"
+    @property
+    def mobile(self) -> str:
+        return f"http://localhost:{self.port}"
 
-    def __enter__(self) -> FeedPortal:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, request: Request) -> Response | None:
+        with self._lock:
+            self.served[(request.host, request.target)] += 1
+        return self.reply(request.target)
 
     # -- what is reachable, and how -----------------------------------------------------------------------
     def article_url(self, key) -> str:
@@ -191,14 +176,14 @@ url = "{b}/missing-sitemap.xml"
 """
 
     # -- the pages ------------------------------------------------------------------------------------------
-    def reply(self, path: str) -> tuple[int, str, bytes] | None:
+    def reply(self, path: str) -> Response | None:
         html, js = "text/html; charset=utf-8", "application/json; charset=utf-8"
         route, _, query = path.partition("?")
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         page = int(params.get("page", "1") or 1)
         b = self.base
         if route.startswith("/news/") or route.startswith(("/a/", "/newsDetail_forward_", "/c/", "/private/")):
-            return 200, html, self._article(route)
+            return Response(self._article(route), html)
         if route == "/index.html":
             state = ('{"list":[{"url":"http:\\/\\/127.0.0.1:%d\\/news\\/2.html"},'
                      '{"link":"\\u002F\\u002F127.0.0.1:%d\\u002Fnews\\u002F3.html"}],'
@@ -208,7 +193,7 @@ url = "{b}/missing-sitemap.xml"
                     f'<li><a href="{self.mobile}/news/1.html?from=timeline">新闻一（手机版）</a></li>'
                     f'<li><a href="/news/1.html?spm=smpc.home.top-news1#comments">新闻一（追踪）</a></li></ul>'
                     f'<div id="app"></div><script>window.__INITIAL_STATE__ = {state};</script></body></html>')
-            return 200, html, body.encode()
+            return Response(body.encode(), html)
         if route == "/api/roll/get":
             start = (page - 1) * ROLL_PAGE_SIZE
             data = [{"docid": f"comos:{n}", "url": self.article_url(n), "wapurl": f"{self.mobile}/news/{n}.html",
@@ -218,7 +203,7 @@ url = "{b}/missing-sitemap.xml"
                 data.append({"url": f"{b}/video/5.html", "title": "视频", "ctime": str(UNDATED_CTIME)})
             doc = {"result": {"status": {"code": 0, "msg": "succ"}, "timestamp": "Mon Jan 05 10:30:00 +0800 2026",
                               "top": [], "data": data, "total": len(self.roll), "lid": "2509"}}
-            return 200, js, json.dumps(doc, ensure_ascii=False).encode()
+            return Response(json.dumps(doc, ensure_ascii=False).encode(), js)
         if route == "/special/00804KVA/cm_guonei.js":
             return self._jsonp([(20, b), (21, b)])
         if route == "/special/00804KVA/cm_guonei_02.js":
@@ -227,7 +212,7 @@ url = "{b}/missing-sitemap.xml"
         if route == "/public-api/feed":
             items = [{"id": n, "authorId": 7, "authorName": "测试号", "title": f"搜狐新闻{n}", "mobileTitle": "",
                       "type": 0, "publicTime": 1767579630000 + n} for n in ((30, 31) if page == 1 else ())]
-            return 200, js, json.dumps(items, ensure_ascii=False).encode()
+            return Response(json.dumps(items, ensure_ascii=False).encode(), js)
         if route == "/thepaper/":
             data = {"props": {"pageProps": {"data": {"list": [
                 {"contId": "40", "name": "澎湃新闻40", "pubTime": "2小时前", "nodeInfo": {"nodeId": 25950}},
@@ -236,7 +221,7 @@ url = "{b}/missing-sitemap.xml"
             body = (f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><div id="__next"></div>'
                     f'<script id="__NEXT_DATA__" type="application/json">{json.dumps(data, ensure_ascii=False)}'
                     f'</script></body></html>')
-            return 200, html, body.encode()
+            return Response(body.encode(), html)
         if route == "/ifeng/":
             all_data = {"nav": [{"title": "首页", "url": f"//127.0.0.1:{self.port}/"}],
                         "newsstream": [{"id": "8AbCdEf050", "url": f"//127.0.0.1:{self.port}/c/8AbCdEf050",
@@ -245,7 +230,7 @@ url = "{b}/missing-sitemap.xml"
                                         "title": "凤凰新闻51", "newsTime": "2026-01-05 09:10:00"}]}
             body = (f'<html><head><meta charset="utf-8"></head><body><script>var allData = '
                     f'{json.dumps(all_data, ensure_ascii=False)};\nvar adKeys = [];</script></body></html>')
-            return 200, html, body.encode()
+            return Response(body.encode(), html)
         if route == "/rss/news.xml":
             items = "".join(
                 f"<item><title>中新新闻{n}</title><link>{self.article_url(n)}</link>"
@@ -253,21 +238,21 @@ url = "{b}/missing-sitemap.xml"
                 for n in (60, 61))
             body = (f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>滚动新闻</title>'
                     f'<link>{b}/</link><description>测试</description>{items}</channel></rss>')
-            return 200, "application/rss+xml; charset=utf-8", body.encode()
+            return Response(body.encode(), "application/rss+xml; charset=utf-8")
         if route == "/atom.xml":
             body = (f'<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>测试</title>'
                     f'<id>{b}/</id><updated>2026-01-05T10:00:00Z</updated><entry><title>原子新闻62</title>'
                     f'<link rel="alternate" href="{self.article_url(62)}"/><id>tag:test,2026:62</id>'
                     f'<updated>2026-01-05T10:00:00Z</updated></entry></feed>')
-            return 200, "application/atom+xml", body.encode()
+            return Response(body.encode(), "application/atom+xml")
         if route == "/robots.txt":
-            return 200, "text/plain", f"User-agent: *\nDisallow: /private/\n\nSitemap: {b}/sitemap_index.xml\n".encode()
+            return Response(f"User-agent: *\nDisallow: /private/\n\nSitemap: {b}/sitemap_index.xml\n".encode(), "text/plain")
         if route == "/sitemap_index.xml":
             body = (f'<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
                     f'<sitemap><loc>{b}/sitemaps/more.xml</loc><lastmod>2026-01-01</lastmod></sitemap>'
                     f'<sitemap><loc>{b}/sitemaps/news.xml.gz</loc><lastmod>2026-01-05</lastmod></sitemap>'
                     f'</sitemapindex>')
-            return 200, "application/xml", body.encode()
+            return Response(body.encode(), "application/xml")
         if route == "/sitemaps/news.xml.gz":
             urls = "".join(
                 f'<url><loc>{self.article_url(n)}</loc><news:news><news:publication><news:name>测试</news:name>'
@@ -275,29 +260,29 @@ url = "{b}/missing-sitemap.xml"
                 f'</news:publication_date><news:title>新闻地图{n}</news:title></news:news></url>' for n in (70, 71))
             body = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
                     f'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">{urls}</urlset>')
-            return 200, "application/x-gzip", gzip.compress(body.encode())
+            return Response(gzip.compress(body.encode()), "application/x-gzip")
         if route == "/sitemaps/more.xml":
             body = (f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
                     f'<url><loc>{self.article_url(72)}</loc><lastmod>2026-01-04</lastmod></url>'
                     f'<url><loc>{b}/private/99.html</loc></url></urlset>')
-            return 200, "application/xml", body.encode()
+            return Response(body.encode(), "application/xml")
         if route == "/api/endless":  # never ends: two new articles on every page
             data = [{"url": self.article_url(80 + 2 * page + i), "title": f"无尽{page}"} for i in (0, 1)]
-            return 200, js, json.dumps({"data": data}).encode()
+            return Response(json.dumps({"data": data}).encode(), js)
         if route == "/api/broken":
-            return 200, js, b'{"result": {"data": [{"url": "' + self.article_url(90).encode() + b'", "title": "'
+            return Response(b'{"result": {"data": [{"url": "' + self.article_url(90).encode() + b'", "title": "', js)
         if route == "/api/blocked":
-            return 200, html, '<html><head><title>用户登录</title></head><body><form>请登录</form></body></html>'.encode()
+            return Response('<html><head><title>用户登录</title></head><body><form>请登录</form></body></html>'.encode(), html)
         return None
 
-    def _jsonp(self, items: list[tuple]) -> tuple[int, str, bytes]:
+    def _jsonp(self, items: list[tuple]) -> Response:
         entries = [{"title": f"网易新闻{n}", "digest": "", "docurl": f"{host}/news/{n}.html{extra[0] if extra else ''}",
                     "commenturl": f"https://comment.tie.163.com/{n}.html", "tienum": 12, "label": "其它",
                     "keywords": [{"akey_link": "/keywords/x.html", "keyname": "测试"}],
                     "time": f"01/05/2026 08:{n:02d}:00", "newstype": "article", "imgurl": ""}
                    for n, host, *extra in items]
         body = "data_callback(" + json.dumps(entries, ensure_ascii=False, indent=1) + ")"
-        return 200, "application/javascript", body.encode("gbk")  # 163's files: GBK, no charset declared
+        return Response(body.encode("gbk"), "application/javascript")  # 163's files: GBK, no charset declared
 
     def _article(self, route: str) -> bytes:
         digits = "".join(ch for ch in route if ch.isdigit()) or "0"

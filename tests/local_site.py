@@ -1,24 +1,22 @@
 """A tiny news site on 127.0.0.1 for crawl tests: portals with a list page each and article pages whose
-text, publication time and response delay a test sets; plus the checks every crawl test makes on a store.
+text, publication time and response order a test sets; plus the checks every crawl test makes on a store.
 
 The story texts are invented for these tests (no third-party text).
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import REPO_ROOT
+from newsdedup.demo.server import LoopbackServer, Request, Response
 from newsdedup.storage.origin import earliest
 
 STORY = [
@@ -68,64 +66,42 @@ def list_html(site: str, links: list[str]) -> bytes:
 @dataclass
 class Page:
     body: bytes
-    delay: float = 0.0  # seconds before the response: decides which page a crawl receives first
     gate: threading.Event | None = None  # the response waits until a test sets it (an event, not a guess of time)
     after: str | None = None  # the response waits until this other path's response was sent whole
 
 
-class LocalSite:
+class LocalSite(LoopbackServer):
     """Serves ``pages`` (path -> Page) on 127.0.0.1; portals are path prefixes ``/<site>/``."""
 
     def __init__(self, sites: tuple[str, ...]) -> None:
+        super().__init__({})
         self.sites = sites
         self.pages: dict[str, Page] = {}
-        self.requests: Counter[str] = Counter()
-        self.sent: collections.defaultdict[str, threading.Event] = collections.defaultdict(threading.Event)
         self._links: dict[str, list[str]] = {site: [] for site in sites}
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                site.requests[self.path] += 1
-                page = site.pages.get(self.path)
-                if page is None:
-                    self.send_error(404)
-                    return
-                time.sleep(page.delay)
-                if page.gate is not None:
-                    page.gate.wait(300)
-                if page.after is not None:
-                    site.sent[page.after].wait(300)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(page.body)))
-                self.end_headers()
-                self.wfile.write(page.body)
-                self.wfile.flush()
-                site.sent[self.path].set()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
         for name in sites:
             self.pages[f"/{name}/index.html"] = Page(list_html(name, []))
 
-    def __enter__(self) -> LocalSite:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
+    @property
+    def requests(self) -> Counter[str]:
+        """Requests received per path as requested (query kept)."""
+        return self.requests_received
 
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, request: Request) -> Response | None:
+        page = self.pages.get(request.target)
+        if page is None:
+            return None
+        if page.gate is not None:
+            page.gate.wait(300)
+        if page.after is not None:
+            self.sent(page.after).wait(300)
+        return Response(page.body)
 
     def publish(self, site: str, number: int, title: str, paragraphs: list[str], published: str | None,
-                *, delay: float = 0.0, after: str | None = None) -> str:
+                *, after: str | None = None) -> str:
         """Put an article on ``site``'s list page; returns its URL. ``after``: a URL this page is answered after."""
         path = f"/{site}/news/{number}.html"
         after_path = after.removeprefix(self.base_url) if after else None
-        self.pages[path] = Page(article_html(site, title, paragraphs, published), delay, after=after_path)
+        self.pages[path] = Page(article_html(site, title, paragraphs, published), after=after_path)
         self._links[site].append(path)
         self.pages[f"/{site}/index.html"] = Page(list_html(site, self._links[site]))
         return self.base_url + path

@@ -5,10 +5,14 @@ Used by the unit tests of the state and by the crawl tests that kill a crawl and
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import subprocess
 import sys
+import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import REPO_ROOT
@@ -75,3 +79,45 @@ def export(db) -> dict[str, tuple]:
         stories.setdefault(row["cluster_id"], set()).add(row["url"].split("/", 3)[3])
     return {row["url"].split("/", 3)[3]: (row["status"], row["similarity"], frozenset(stories[row["cluster_id"]]))
             for row in rows}
+
+
+def damage(path: Path, how: str) -> None:
+    """Damage a file as a disk or a person might: ``cut`` (to half its size), written over in place with
+    ``random bytes`` or ``zeroed`` (the same inode and size, as a disk error or a stray write leaves it), or
+    ``deleted``. The file's bytes always change: a damage that left them as they were would test nothing."""
+    before = path.read_bytes()
+    if how == "cut":
+        os.truncate(path, len(before) // 2)
+    elif how == "deleted":
+        path.unlink()
+    elif how in ("random bytes", "zeroed"):
+        after = bytes(len(before))
+        while how == "random bytes" and (after := os.urandom(len(before))) == before:
+            pass  # only a file of a byte or two can draw its own bytes again
+        with open(path, "r+b") as handle:
+            handle.write(after)
+    else:
+        raise ValueError(f"unknown damage {how!r}")
+    assert how == "deleted" or path.read_bytes() != before, f"{how} left {path} as it was"
+
+
+@contextlib.contextmanager
+def folder_held(folder: Path) -> Iterator[subprocess.Popen]:
+    """Another process holding ``folder``'s lock (newsdedup.dedup.durable.lock_folder) for the block; it is killed
+    with SIGKILL after it, and waited for, so the kernel has dropped the lock when the block's next line runs."""
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from newsdedup.dedup.durable import lock_folder
+        lock_folder(Path({str(folder)!r}))
+        print("held", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdin.close()
+        holder.stdout.close()

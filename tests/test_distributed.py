@@ -113,7 +113,8 @@ def test_the_run_looks_done_only_after_every_other_process_has_beaten_since(redi
     looked_done_at = first.now_ms()
     assert not first.others_busy()
     assert not first.others_beaten_since(looked_done_at)  # second's idle flag predates the moment
-    time.sleep(0.01)
+    while first.now_ms() <= looked_done_at:  # the server's clock past the moment (ms), however soon this runs
+        pass
     second.beat(busy=False)
     assert first.others_beaten_since(looked_done_at)
     assert second.others_beaten_since(second.now_ms()) is False  # first has not beaten since
@@ -262,7 +263,10 @@ class StreamWatch:
         self.codec = wire.stream_codec()
         self.published: list[tuple[float, str, object]] = []
         self.deleted: list[tuple[float, str, int]] = []
-        self._socket = socket.create_connection((address.hostname, address.port))
+        self._address = (address.hostname, address.port)
+        self._marker = f"streamwatch-stop-{uuid.uuid4().hex}".encode()
+        self._marked = threading.Event()  # the reader saw the marker: every command before it was read
+        self._socket = socket.create_connection(self._address)
         self._socket.sendall(b"MONITOR\r\n")
         self._lines = self._socket.makefile("rb")
         assert self._lines.readline() == b"+OK\r\n"
@@ -280,6 +284,9 @@ class StreamWatch:
     def _read(self) -> None:
         try:
             for line in self._lines:
+                if self._marker in line:
+                    self._marked.set()
+                    continue
                 match = self._LINE.fullmatch(line)
                 if match is None:
                     continue
@@ -295,7 +302,12 @@ class StreamWatch:
             pass  # stop() closed the connection
 
     def stop(self) -> None:
-        time.sleep(0.5)  # the last commands' lines reach the reader
+        # MONITOR prints commands in the order the server ran them: once a command sent now is read back, the lines
+        # of every command before it were read too (an event, not a guess of how long the reader takes).
+        with socket.create_connection(self._address) as client:
+            client.sendall(b"*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n" % (len(self._marker), self._marker))
+            assert client.recv(1024).startswith(b"$")
+        assert self._marked.wait(60), "the MONITOR reader did not reach the marker"
         self._socket.shutdown(socket.SHUT_RDWR)
         self._socket.close()
         self._thread.join(10)

@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -176,7 +175,9 @@ def test_sigterm_stops_a_crawl_stuck_on_a_hung_page(tmp_path):
             _on_the_hung_page(site, crawl)
             workers = worker_pids(crawl.pid)
             crawl.send_signal(signal.SIGTERM)
-            time.sleep(1)
+            # The second only once the first was taken (Scrapy logs it after putting its forced-stop handler in
+            # place): two signals sent before the process handles one are one signal.
+            wait_for(lambda: "Received SIGTERM, shutting down gracefully" in (tmp_path / "two.log").read_text(), 120)
             crawl.send_signal(signal.SIGTERM)
             code = crawl.wait(timeout=120)
         finally:
@@ -189,16 +190,32 @@ def test_a_crawl_stopped_while_its_sites_template_warms_up_is_interrupted_and_th
     # A new site's first pages only teach its template and wait to be read again. Stopped then (a scheduler's
     # SIGTERM, `newsdedup monitor` stopping at its deadline), the crawl leaves them unread: that is the stop's cost,
     # so the run is "interrupted" (7), not "pages not processed" (5), and the summary says what was left.
-    with FaultSite(12, article_delay=2.0) as site:  # time enough to stop it while a page is held
+    first = threading.Semaphore(1)
+    stopping = threading.Event()
+
+    def first_only(count, path, site):
+        # One article page answered, the others once the crawl took the stop: it is stopped while that page is
+        # held for the template (MIN_PAGES teach it), whatever the machine's speed.
+        if not first.acquire(blocking=False):
+            stopping.wait(120)
+        return None  # then the page as usual
+
+    with FaultSite(12) as site:
+        for path in site.article_paths:
+            site.faults[path] = first_only
         sites = site.write_sites(tmp_path)
         db, log = tmp_path / "news.sqlite", tmp_path / "one.log"
         crawl = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS=1", log=log)
         try:
             wait_for(lambda: "no template yet" in log.read_text(encoding="utf-8"), 120)
             crawl.send_signal(signal.SIGTERM)
+            wait_for(lambda: "Received SIGTERM, shutting down gracefully" in log.read_text(encoding="utf-8"), 120)
+            stopping.set()
             code = crawl.wait(timeout=120)
         finally:
+            stopping.set()
             kill(crawl.pid)
+        site.faults.clear()
         text = log.read_text(encoding="utf-8")
         assert code == ExitCode.INTERRUPTED, text[-3000:]
         summary = summary_of(text)

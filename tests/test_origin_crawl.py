@@ -15,9 +15,10 @@ def test_the_earliest_published_copy_is_the_origin_whatever_the_crawl_order(tmp_
     with LocalSite(("alpha", "beta", "gamma")) as site:
         sites_file = tmp_path / "sites.toml"
         sites_file.write_text(site.sites_toml(("alpha", "beta")), encoding="utf-8")  # gamma has nothing yet
-        # beta reprinted the story at 10:15; alpha published it at 08:40 but its page answers slowly,
-        # so the crawl receives (and clusters) beta's copy first.
-        original = site.publish("alpha", 1, TITLE, STORY, "2026-11-16 08:40", delay=2.0)
+        # beta reprinted the story at 10:15; alpha published it at 08:40 but its page is answered only once beta's
+        # was sent whole, so the crawl receives (and clusters) beta's copy first, whatever the machine's speed.
+        original = site.publish("alpha", 1, TITLE, STORY, "2026-11-16 08:40",
+                                after=f"{site.base_url}/beta/news/1.html")
         copy = site.publish("beta", 1, "社区食堂来了", edited(STORY), "2026-11-16 10:15")
         site.publish("beta", 2, "本周后期全省降温", OTHER_STORY, "2026-11-16 09:00")
         crawl(sites_file, db)

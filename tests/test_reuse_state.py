@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import threading
 
 import pytest
 from test_storage import article
@@ -252,3 +253,44 @@ def test_segments_stay_under_their_cap_and_find_what_one_unbounded_index_finds(t
     assert sum(map(len, capped._segments)) == capped.postings == unbounded.postings < held / 2  # dead ones dropped
     assert any(segment.file for segment in capped._segments)  # a segment without dead postings stays mapped
     assert [capped.find(q) for q in queries] == [unbounded.find(q) for q in queries]
+
+
+def test_a_save_written_in_a_thread_while_stories_come_and_go_holds_the_index_as_it_was_begun(tmp_path, rng):
+    """begin_save copies what it saves: stories added and removed (merges, a compaction) while its files are
+    written in another thread are not in that snapshot, and are in the next one."""
+    texts = {n: story(rng) for n in range(1, 121)}
+    index = ReuseIndex(text_of=texts.get)
+    for n in range(1, 61):
+        index.add(n, texts[n], when=1000 + n)
+    index.save(tmp_path)
+    for n in range(61, 81):
+        index.add(n, texts[n], when=1000 + n)
+    pending = index.begin_save(tmp_path, extra={"mark": 80})
+    writing = threading.Event()
+    go_on = threading.Event()
+
+    def write():
+        writing.set()
+        go_on.wait(60)  # held until the index has changed: the write comes after the changes, for certain
+        pending.write()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert writing.wait(60)
+    for n in range(81, 121):
+        index.add(n, texts[n], when=1000 + n)
+    for n in range(1, 41):  # most postings dead: every segment compacted anew
+        index.remove(n)
+    go_on.set()
+    writer.join(60)
+    index.end_save(pending)
+
+    begun, meta = ReuseIndex.open(tmp_path, text_of=texts.get)
+    assert meta["mark"] == 80 and sorted(begun.live_ids().tolist()) == list(range(1, 81))
+    assert [r.source for r in begun.find(quoting(rng, texts[5]))] == [5]
+    index.save(tmp_path)
+    now, _ = ReuseIndex.open(tmp_path, text_of=texts.get)
+    assert sorted(now.live_ids().tolist()) == list(range(41, 121))
+    for n in (45, 100):
+        quote = quoting(rng, texts[n])
+        assert [r.source for r in now.find(quote)] == [r.source for r in index.find(quote)] == [n]

@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from croniter import croniter
 
 from conftest import REPO_ROOT
-from faultsite import rows
+from faultsite import rows, wait_for
 from local_site import OTHER_STORY, STORY, LocalSite, edited
 from newsdedup.monitoring.monitor import schedule_lock_path
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
@@ -115,14 +116,17 @@ def test_a_run_that_finds_the_lock_taken_does_not_start_nor_count(site, tmp_path
 
 def test_sigterm_stops_the_monitor_after_the_running_crawl_shut_down_cleanly(site, tmp_path):
     site.publish("alpha", 2, "慢页面", OTHER_STORY, "2026-11-16 11:00")
-    site.pages["/alpha/news/2.html"].delay = 4.0  # keeps the crawl busy while the signal arrives
+    # The page is answered only once the crawl took the stop: it is in flight when the signal arrives, and the
+    # crawl busy, however fast or slow the machine.
+    released = site.pages["/alpha/news/2.html"].gate = threading.Event()
     process = monitor(tmp_path, "--every", "1h")
     log = tmp_path / "monitor.log"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not site.requests["/alpha/news/2.html"]:
-        time.sleep(0.1)
-    time.sleep(0.5)  # the slow page is in flight
-    process.send_signal(signal.SIGTERM)
+    try:
+        wait_for(lambda: site.requests["/alpha/news/2.html"], 60)
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: "Received SIGINT, shutting down gracefully" in log.read_text(encoding="utf-8"), 120)
+    finally:
+        released.set()
     assert process.wait(timeout=120) == 0
     text = log.read_text(encoding="utf-8")
     assert "stopping (SIGTERM)" in text and "crawl finished" in text
@@ -168,17 +172,19 @@ def test_ctrl_c_in_a_terminal_stops_the_crawl_once_gracefully(site, tmp_path):
     """Ctrl-C signals the terminal's whole foreground process group. The crawl runs in a group of its own, so it
     gets one SIGINT (the monitor's), never the terminal's as well: two are Scrapy's forced, unclean stop."""
     site.publish("alpha", 2, "慢页面", OTHER_STORY, "2026-11-16 11:00")
-    site.pages["/alpha/news/2.html"].delay = 4.0
+    released = site.pages["/alpha/news/2.html"].gate = threading.Event()  # in flight until the crawl stops
     process = monitor(tmp_path, "--every", "1h", start_new_session=True)  # a job in a shell: its own group
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not site.requests["/alpha/news/2.html"]:
-        time.sleep(0.1)
-    time.sleep(0.5)
-    (crawl,) = _children(process.pid)
-    assert os.getpgid(crawl) != os.getpgid(process.pid)
-    os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    log = tmp_path / "monitor.log"
+    try:
+        wait_for(lambda: site.requests["/alpha/news/2.html"], 60)
+        (crawl,) = _children(process.pid)
+        assert os.getpgid(crawl) != os.getpgid(process.pid)
+        os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        wait_for(lambda: "Received SIGINT, shutting down gracefully" in log.read_text(encoding="utf-8"), 120)
+    finally:
+        released.set()
     assert process.wait(timeout=120) == 0
-    text = (tmp_path / "monitor.log").read_text(encoding="utf-8")
+    text = log.read_text(encoding="utf-8")
     assert text.count("Received SIGINT") == 1 and "twice" not in text, text[-2000:]
     assert "stopping (SIGINT)" in text and "crawl finished" in text
 

@@ -19,6 +19,7 @@ import pytest
 from newsdedup.dedup.spotsigs import multiset_jaccard
 from newsdedup.dedup.spotsigs_disk import PersistentSpotSigsIndex, spot_tokens
 from newsdedup.dedup.spotsigs_index import SpotSigsIndex
+from state_helpers import damage
 
 TAU, CONTAINMENT, MIN_SPOTS, RATIO, MIN_SIGNATURES = 0.5, 0.8, 10, 0.15, 5
 
@@ -412,19 +413,6 @@ def test_the_token_directory_finds_what_a_binary_search_finds(shape):
 SEGMENT_FILES = ["keys.npy", "spot_offsets.npy", "spots.npy", "counts.npy", "tokens.npy", "full_offsets.npy",
                  "full_docs.npy", "prefix_offsets.npy", "prefix_docs.npy", "prefix_pos.npy", "lengths.npy",
                  "token_directory.npy", "times", "deleted"]
-
-
-def damage(path: Path, how: str) -> None:
-    """Damage a file as a disk or a person might: cut, written over in place with random bytes or zeros (its
-    size kept), or deleted."""
-    size = path.stat().st_size
-    if how == "cut":
-        os.truncate(path, size // 2)
-    elif how == "deleted":
-        path.unlink()
-    else:
-        with open(path, "r+b") as handle:  # in place: the same inode, as a disk error or a stray write leaves it
-            handle.write(os.urandom(size) if how == "random bytes" else bytes(size))
 
 
 @pytest.mark.parametrize("how", ["cut", "random bytes", "zeroed", "deleted"])

@@ -4,11 +4,17 @@ with the state decides every page as one that rebuilds its indexes at each start
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
+import threading
 import time
+from pathlib import Path
 
-from faultsite import FaultSite, count, kill, run_crawl, start_crawl
+from faultsite import FaultSite, count, kill, rows, run_crawl, start_crawl, wait_for
 from newsdedup.crawl.dupefilter import url_key
+from newsdedup.dedup.durable import read_manifest
 from newsdedup.dedup.features import FeatureConfig
 from newsdedup.dedup.single_pass import NearSettings
 from newsdedup.dedupstore.state import WindowState
@@ -89,3 +95,71 @@ def test_a_crawl_with_the_persisted_state_decides_as_one_that_rebuilds_it(tmp_pa
     assert {url: decided["auto", 2][url] for url in second_day} == {url: decided["none", 2][url] for url in second_day}
     statuses = {decided["auto", 2][url][0] for url in second_day}
     assert {"unique", "near_duplicate", "exact_duplicate"} <= statuses
+
+
+
+def saved_reuse_mark(state) -> int | None:
+    """The store mark of the passage-reuse snapshot in the state folder ``state`` (None: none saved yet)."""
+    try:
+        return read_manifest(state / "reuse" / "meta.json")["mark"]
+    except FileNotFoundError:
+        return None
+
+
+def stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "tT"
+
+
+def test_a_crawl_killed_after_a_periodic_save_of_the_reuse_index_reads_back_only_the_stories_stored_since(tmp_path):
+    """The passage-reuse snapshot is saved while the crawl commits, not only when it closes: killed with kill -9
+    after a save, the next start reads the stories stored after the save's mark, not every story stored."""
+    permits = threading.Semaphore(0)  # an article page is answered once the test lets it through
+
+    def one_at_a_time(count, path, site):
+        permits.acquire(timeout=300)
+        return None  # then the page as usual
+
+    # Pages go through one at a time, each committed on its own, until a periodic save (due 10 s after the start, at
+    # a commit) has left three or more stories after its mark: a moment of progress, whatever the machine's speed.
+    # The crawl is stopped (SIGSTOP) while the saved snapshot is read, so no save lands between that and the kill.
+    with FaultSite(400, per_list=200) as site:  # two list pages: every article within DEPTH_LIMIT
+        for path in site.article_paths:
+            site.faults[path] = one_at_a_time
+        sites = site.write_sites(tmp_path)
+        db = tmp_path / "news.sqlite"
+        state = tmp_path / "news.sqlite.state"
+        log = tmp_path / "killed.log"
+        crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=1",
+                            "-s", "NEWSDEDUP_EXTRACT_SITE_TEMPLATES=False", log=log)  # no page held for a template
+        mark = None
+        try:
+            for released in range(1, len(site.article_paths)):
+                permits.release()
+                wait_for(lambda: crawl.poll() is not None or count(db, "articles") >= released, 120)
+                assert crawl.poll() is None, log.read_text()[-3000:]
+                os.kill(crawl.pid, signal.SIGSTOP)
+                wait_for(lambda: stopped(crawl.pid), 30)
+                mark = saved_reuse_mark(state)
+                if mark is not None and released - mark >= 3:
+                    break
+                os.kill(crawl.pid, signal.SIGCONT)
+            else:
+                raise AssertionError("no periodic save of the passage-reuse index")
+        finally:
+            kill(crawl.pid)  # stopped or not
+            crawl.wait(timeout=30)
+            site.faults.clear()
+            for _ in site.article_paths:
+                permits.release()  # the requests the killed crawl left waiting
+        stored = count(db, "articles")
+        after_mark = rows(db, "SELECT COUNT(*) FROM articles WHERE id > ? AND status = 'unique'", mark)[0][0]
+        assert stored == released and mark > 0 and after_mark >= 3
+
+        result = run_crawl(sites, db, "-s", "NEWSDEDUP_EXTRACT_SITE_TEMPLATES=False")
+        assert result.returncode == 0, result.stderr[-3000:]
+    # Opened from the killed crawl's last save and caught up with the stories stored after it, only those.
+    assert re.findall(r"'newsdedup/state/reuse_stories_read': (\d+)", result.stderr) == [str(after_mark)], \
+        result.stderr[-3000:]
+    assert re.search(rf"passage-reuse index opened from .* \(0 rolled back, 0 left the window, 0 back in it, "
+                     rf"{after_mark} stored since\)", result.stderr), result.stderr[-3000:]
+    assert count(db, "articles") == len(site.article_paths)

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
-import subprocess
-import sys
-import textwrap
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
@@ -23,7 +19,7 @@ from newsdedup.dedupstore.state import FolderBusy, UrlState, WindowState, second
 from newsdedup.storage import open_store
 from newsdedup.storage.base import ArticleRecord, RepeatRecord
 from server_fixtures import postgres, store_uri  # noqa: F401 - fixtures
-from state_helpers import rebuilt_centres, rebuilt_fingerprints, stored_urls
+from state_helpers import damage, folder_held, rebuilt_centres, rebuilt_fingerprints, stored_urls
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 FEATURES = FeatureConfig()
@@ -255,19 +251,6 @@ def test_a_state_folder_it_cannot_write_leaves_the_crawl_rebuilding_from_the_sto
         indexes.close()
 
 
-def damage(path, how: str) -> None:
-    """Damage a file as a disk or a person might: cut, written over in place with random bytes (its size kept), or
-    deleted."""
-    size = path.stat().st_size
-    if how == "cut":
-        os.truncate(path, size // 2)
-    elif how == "deleted":
-        path.unlink()
-    else:
-        with open(path, "r+b") as handle:
-            handle.write(os.urandom(size))
-
-
 #: Each kind of file of a state folder, found by a pattern, and the part a damage to it builds again.
 STATE_FILES = {
     "exact Bloom generation": ("exact/g*.bits", "exact"),
@@ -338,27 +321,13 @@ def test_a_second_process_cannot_take_a_state_folder_until_the_first_lets_go(tmp
         first_rows(store, Writer(store))
         window, _ = open_window(state, store, days_ago(30))
         window.close()
-        holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-            import sys
-            from pathlib import Path
-            from newsdedup.dedup.durable import lock_folder
-            lock_folder(Path({str(state)!r}))
-            print("held", flush=True)
-            sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            assert holder.stdout.readline() == "held\n"
+        with folder_held(state) as holder:
             with pytest.raises(FolderBusy, match=f"pid {holder.pid}"):
                 WindowState.open(state, store, FEATURES, NEAR, exact_error_rate=1e-6, retention_days=30,
                                  since=days_ago(30), lock_wait=0.2)
             with pytest.raises(FolderBusy):
                 UrlState.open(state, store, error_rate=1e-7, retention_days=30, since=days_ago(30), key=str,
                               lock_wait=0)
-        finally:
-            holder.kill()
-            holder.wait()
-            holder.stdin.close()
-            holder.stdout.close()
         window, report = open_window(state, store, days_ago(30))  # kill -9 released it
         urls, _ = open_urls(state, store, days_ago(30))  # the same process shares its hold
         assert not report.rebuilt

@@ -10,8 +10,9 @@ follows the retention window's postings, not its texts. The stage itself is the 
 Like the near-duplicate index, it is a cache of the store, holding the stories active within
 ``NEWSDEDUP_RETENTION_DAYS`` when a crawl starts (or a distributed crawl's writer takes its role). Rebuilt, that
 re-reads and winnows every story of the window (~0.7 ms a story: 35 s at 50,000). With a state folder
-(:meth:`StoryReuse.open`) it is saved at each :meth:`StoryReuse.checkpoint` and opened back memory-mapped, then
-brought level with the store, the truth:
+(:meth:`StoryReuse.open`) it is saved at each :meth:`StoryReuse.checkpoint` (while the crawl commits and when it
+closes: :class:`~newsdedup.crawl.indexes.DedupIndexes`) and opened back memory-mapped, then brought level with the
+store, the truth:
 
 * the snapshot's *mark* is the store's last committed article id when it was written; a store whose last id is
   below it (restored from a backup, another database) gets a full rebuild, as does a snapshot that cannot be
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from newsdedup.dedup.reuse import QUOTED_BY, ReuseTracker, SnapshotDamaged, SnapshotError
+from newsdedup.dedup.reuse import QUOTED_BY, PendingSave, ReuseTracker, SnapshotDamaged, SnapshotError
 from newsdedup.dedup.status import UNIQUE
 from newsdedup.storage.base import ArticleRecord, ArticleStore, ReuseRecord
 from newsdedup.storage.origin import FETCHED, date_of
@@ -52,6 +53,7 @@ class StoryReuse:
         self.tracker = tracker if tracker is not None else ReuseTracker(**_readers(store))
         self.folder = folder  # where checkpoint() saves the index; None: never saved
         self.since = since  # the window's start when the crawl opened: the index holds the stories active since
+        self.stories_read = 0  # stories read from the store when it opened (all of them when rebuilt)
 
     @property
     def index(self):
@@ -61,7 +63,7 @@ class StoryReuse:
     def rebuild(cls, store: ArticleStore, *, since: str | None, folder: Path | None = None) -> StoryReuse:
         """The index of the stories active since ``since`` (None: every story), from the store."""
         reuse = cls(store, folder=folder, since=since)
-        reuse.tracker.restore(_stories(store.iter_cluster_centres(since=since)))
+        reuse.stories_read = reuse.tracker.restore(_stories(store.iter_cluster_centres(since=since)))
         logger.info("passage-reuse index rebuilt from the store: %d stories, %d fingerprints",
                     len(reuse.index), reuse.index.postings)
         return reuse
@@ -88,6 +90,7 @@ class StoryReuse:
         reuse = cls(store, tracker, folder=folder, since=since)
         counts = reuse._level_with_store(mark, since=since, saved_since=meta.get("since"),
                                          repeats_mark=meta.get("repeats_mark"))
+        reuse.stories_read = counts[2] + counts[3]  # back in the window, stored since the mark
         logger.info("passage-reuse index opened from %s in %.1f s: %d stories, %d fingerprints (%d rolled back, "
                     "%d left the window, %d back in it, %d stored since)", folder, time.perf_counter() - started,
                     len(reuse.index), reuse.index.postings, *counts)
@@ -133,14 +136,29 @@ class StoryReuse:
         return len(ahead), expired, back, caught_up
 
     def checkpoint(self) -> None:
-        """Save the index to its folder (nothing without one). Its mark is the store's last committed article:
-        stories indexed above it (their batch still open) are dropped and read again at the next open."""
+        """Save the index to its folder (nothing without one), atomically (the snapshot's meta file, checksums and
+        all, replaced last). Its mark is the store's last committed article: stories indexed above it (their batch
+        still open) are dropped and read again at the next open, and a crawl killed after it reads only the stories
+        stored after it."""
+        pending = self.begin_checkpoint()
+        if pending is not None:
+            started = time.perf_counter()
+            pending.write()
+            self.end_checkpoint(pending, time.perf_counter() - started)
+
+    def begin_checkpoint(self) -> PendingSave | None:
+        """:meth:`checkpoint`'s first step, quick (a copy of the per-story arrays): its ``write()`` may run in a
+        thread while the crawl goes on, then :meth:`end_checkpoint` in this one. None without a folder."""
         if self.folder is None:
-            return
-        started = time.perf_counter()
-        self.tracker.save(self.folder, extra={"mark": self.store.last_article_id(), "since": self.since,
-                                              "repeats_mark": self.store.last_repeat_id()})
-        logger.debug("passage-reuse index saved to %s in %.2f s", self.folder, time.perf_counter() - started)
+            return None
+        return self.tracker.begin_save(self.folder, extra={"mark": self.store.last_article_id(), "since": self.since,
+                                                           "repeats_mark": self.store.last_repeat_id()})
+
+    def end_checkpoint(self, pending: PendingSave, seconds: float) -> None:
+        """The written snapshot's segments are read from their files from now on; ``seconds``: the write's time."""
+        self.tracker.index.end_save(pending)
+        logger.info("passage-reuse index saved to %s at article %d in %.2f s: %d stories", self.folder,
+                    pending.meta["mark"], seconds, len(self.index))
 
     def find(self, text: str, *, story: int | None, url: str | None = None, site: str | None = None,
              title: str | None = None, published_at: str | None = None, fetched_at: str | None = None

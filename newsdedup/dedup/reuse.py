@@ -357,11 +357,22 @@ class _StoryIds:
 
     def as_array(self) -> np.ndarray:
         """Every sequence number's id as ``int64`` (a removed story's: -1); ValueError when an id is no integer."""
-        later = [-1 if i is None else i for i in self._later]
-        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in later):
-            raise ValueError("ReuseIndex.save: story ids must be integers (a store's article ids)")
+        return self.frozen()()
+
+    def frozen(self) -> Callable[[], np.ndarray]:
+        """:meth:`as_array` in two steps: this one quick (the base's ids, a copy of the list of the later ones), then
+        the function it returns, which may run in another thread (the later ids' conversion is a Python loop:
+        0.4 s for a million stories added in this process)."""
         base = np.where(self._base_live, self._base, -1)
-        return np.concatenate((base, np.array(later, np.int64)))
+        later = list(self._later)
+
+        def as_array() -> np.ndarray:
+            ids = [-1 if i is None else i for i in later]
+            if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+                raise ValueError("ReuseIndex.save: story ids must be integers (a store's article ids)")
+            return np.concatenate((base, np.array(ids, np.int64)))
+
+        return as_array
 
 
 class SnapshotError(Exception):
@@ -403,6 +414,41 @@ def _seconds(when: datetime | float | str | None) -> float:
         # A time without a zone is UTC (the store writes UTC), not the machine's local time.
         return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
     return float(when)
+
+
+@dataclass
+class PendingSave:
+    """A snapshot of a :class:`ReuseIndex` taken by :meth:`ReuseIndex.begin_save`, to be written to ``folder``."""
+
+    folder: Path
+    segments: list[_Segment]
+    files: list[str]  # each segment's file name stem (a segment saved before keeps its own)
+    ids: Callable[[], np.ndarray]  # the stories' ids (_StoryIds.frozen)
+    arrays: dict[str, np.ndarray]  # the other per-story arrays
+    meta: dict
+    checksums: dict[str, str]  # the files' checksums, those of the files written here added by write()
+
+    def write(self) -> None:
+        """Write the files the snapshot lacks, then its meta file (last, atomically: it makes them the snapshot),
+        then delete an earlier snapshot's files. Touches nothing of the index: it may run in any thread."""
+        folder = self.folder
+        for segment, file in zip(self.segments, self.files):
+            if segment.file is None:
+                for name in _SEGMENT_ARRAYS:
+                    self.checksums[f"{file}-{name}.npy"] = write_durably(
+                        folder / f"{file}-{name}.npy",
+                        lambda handle, values=getattr(segment, name): np.save(handle, values))
+        stories = f"stories-{secrets.token_hex(8)}.npz"
+        arrays = {"ids": self.ids(), **self.arrays}
+        self.checksums[stories] = write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
+        wanted = {stories} | {f"{file}-{name}.npy" for file in self.files for name in _SEGMENT_ARRAYS}
+        self.checksums = {file: checksum for file, checksum in self.checksums.items() if file in wanted}
+        write_manifest(folder / _META, {**self.meta, "stories": stories, "checksums": self.checksums})
+        fsync_folder(folder)
+        wanted.add(_META)
+        for path in folder.iterdir():
+            if path.name not in wanted and path.name.startswith(("segment-", "stories-")):
+                path.unlink()  # an earlier snapshot's (a mapped file stays readable until unmapped)
 
 
 class ReuseIndex:
@@ -618,41 +664,40 @@ class ReuseIndex:
         per-story arrays (ids, alive, time, postings: 21 bytes a story) are rewritten each time.  The meta file
         (parameters, format, the files, ``extra``) is replaced last, atomically: a crash while saving leaves the
         previous snapshot whole.  Only an index reading its texts through ``text_of`` is saved (the texts stay
-        in their store), with integer story ids."""
+        in their store), with integer story ids.  :meth:`begin_save` splits it in three, to write in a thread."""
+        pending = self.begin_save(folder, extra=extra)
+        pending.write()
+        self.end_save(pending)
+
+    def begin_save(self, folder: Path | str, *, extra: Mapping[str, object] | None = None) -> PendingSave:
+        """What :meth:`save` writes, taken from the index now (a copy of the per-story arrays, the segments, which
+        are immutable): its :meth:`PendingSave.write` may then run in another thread while this one goes on adding
+        and finding stories, and :meth:`end_save`, back in this thread, maps the segments it wrote."""
         if self._text_of is None:
             raise ValueError("ReuseIndex.save: only an index that reads its texts through text_of is saved")
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        ids = self._ids.as_array()
         self._segments = [segment for segment in self._segments if len(segment)]
-        for segment in self._segments:
+        n = self._ids.count
+        arrays = {"alive": self._alive[:n].copy(), "when": self._when[:n].copy(),
+                  "counts": self._counts[:n].copy(), "published": self._published[:n].copy(),
+                  "groups": self._groups[:n].copy()}
+        # A name no other snapshot used for each segment not saved yet: a rebuild writing over a stale snapshot's
+        # files could otherwise mix them under its meta, were it to be read before the new meta replaces it.
+        files = [segment.file or f"segment-{secrets.token_hex(8)}" for segment in self._segments]
+        meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "count": n, "segments": files,
+                "postings": self._postings, "dead_postings": self._dead_postings, "groups": list(self._group_names)}
+        return PendingSave(folder, list(self._segments), files, self._ids.frozen(), arrays, meta, dict(self._checksums))
+
+    def end_save(self, pending: PendingSave) -> None:
+        """After ``pending`` was written: its new segments are read from their files from now on (their memory goes
+        back to the page cache), and the checksums are the saved snapshot's."""
+        for segment, file in zip(pending.segments, pending.files):
             if segment.file is None:
-                # A name no other snapshot used: a rebuild writing over a stale snapshot's files could otherwise
-                # mix them under its meta, were it to be read before the new meta replaces it.
-                segment.file = f"segment-{secrets.token_hex(8)}"
+                segment.file = file
                 for name in _SEGMENT_ARRAYS:
-                    file = f"{segment.file}-{name}.npy"
-                    self._checksums[file] = write_durably(
-                        folder / file, lambda handle, values=getattr(segment, name): np.save(handle, values))
-                # From now on read from the file: the segment's memory goes back to the page cache.
-                for name in _SEGMENT_ARRAYS:
-                    setattr(segment, name, _mapped(folder / f"{segment.file}-{name}.npy"))
-        stories = f"stories-{secrets.token_hex(8)}.npz"
-        n = len(ids)
-        arrays = {"ids": ids, "alive": self._alive[:n], "when": self._when[:n], "counts": self._counts[:n],
-                  "published": self._published[:n], "groups": self._groups[:n]}
-        self._checksums[stories] = write_durably(folder / stories, lambda handle: np.savez(handle, **arrays))
-        wanted = {stories} | {f"{segment.file}-{name}.npy" for segment in self._segments for name in _SEGMENT_ARRAYS}
-        self._checksums = {file: checksum for file, checksum in self._checksums.items() if file in wanted}
-        meta = {**(extra or {}), "format": SNAPSHOT_FORMAT, "k": self.k, "w": self.w, "stories": stories,
-                "count": n, "segments": [segment.file for segment in self._segments], "postings": self._postings,
-                "dead_postings": self._dead_postings, "groups": self._group_names, "checksums": self._checksums}
-        write_manifest(folder / _META, meta)  # last: it makes the files above the snapshot, checksums and all
-        fsync_folder(folder)
-        wanted.add(_META)
-        for path in folder.iterdir():
-            if path.name not in wanted and path.name.startswith(("segment-", "stories-")):
-                path.unlink()  # an earlier snapshot's (a mapped file stays readable until unmapped)
+                    setattr(segment, name, _mapped(pending.folder / f"{file}-{name}.npy"))
+        self._checksums = dict(pending.checksums)
 
     @classmethod
     def open(cls, folder: Path | str, **settings) -> tuple[ReuseIndex, dict]:
@@ -1136,8 +1181,15 @@ class ReuseTracker:
     def save(self, folder: Path | str, *, extra: Mapping[str, object] | None = None) -> None:
         """Write the index to ``folder`` (:meth:`ReuseIndex.save`: a tracker whose settings give ``text_of``, with
         integer story ids), with the newest time seen and ``extra`` in its meta."""
+        pending = self.begin_save(folder, extra=extra)
+        pending.write()
+        self.index.end_save(pending)
+
+    def begin_save(self, folder: Path | str, *, extra: Mapping[str, object] | None = None) -> PendingSave:
+        """:meth:`save` in three steps (:meth:`ReuseIndex.begin_save`): this one, the pending save's ``write()`` in
+        any thread, and ``index.end_save(pending)`` back in this one."""
         now = self._now if math.isfinite(self._now) else None
-        self.index.save(folder, extra={**(extra or {}), "now": now})
+        return self.index.begin_save(folder, extra={**(extra or {}), "now": now})
 
     @classmethod
     def open(cls, folder: Path | str, *, retention_days: float | None = None, **settings) -> tuple[ReuseTracker, dict]:

@@ -11,7 +11,9 @@ benchmark and the crawl tests all run on it::
         server.set_day(2)  # the list pages now link to new articles
 
 Responses look like a portal's: ``Content-Type`` with the page's charset (or none), ``Last-Modified`` when the
-page has one (and ``304`` for a matching ``If-Modified-Since``), ``404`` for anything not served.
+page has one (and ``304`` for a matching ``If-Modified-Since``), ``404`` for anything not served. A subclass that
+answers from more than the path (the query, the host name, how often the path was asked for, an injected fault or
+a delay) overrides :meth:`LoopbackServer.respond`; it runs in the request's own thread, so it may block.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from urllib.parse import urlsplit
 
 from newsdedup.demo.content import DAYS, load_manifest, portals, render_site, robots_txt
 
-__all__ = ["DemoPortalServer", "LoopbackServer", "Response", "load_manifest", "site_entry"]
+__all__ = ["DemoPortalServer", "LoopbackServer", "Request", "Response", "load_manifest", "site_entry"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,18 @@ class Response:
     body: bytes
     content_type: str = "text/html; charset=utf-8"
     last_modified: datetime | None = None
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()  # more headers (a redirect's ``Location``, say)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as :meth:`LoopbackServer.respond` sees it."""
+
+    path: str  # the URL path, query dropped
+    target: str  # the request target as the client sent it (path and query, percent-escapes kept)
+    host: str  # the ``Host`` header's name, port dropped
+    seen: int  # requests for ``path`` received before this one
 
 
 _NOT_FOUND = Response(
@@ -75,6 +89,7 @@ class LoopbackServer:
         """Requests received per URL path (query dropped), robots.txt and 404s included."""
         self.requests_received: collections.Counter[str] = collections.Counter()
         """Requests received per request target as the client sent it (path and query, percent-escapes kept)."""
+        self._sent: collections.defaultdict[str, threading.Event] = collections.defaultdict(threading.Event)
 
     @property
     def base_url(self) -> str:
@@ -120,14 +135,22 @@ class LoopbackServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def response(self, path: str) -> Response | None:
-        """The response for ``path`` (None: 404)."""
-        return self._pages(path)
+    def respond(self, request: Request) -> Response | None:
+        """The response to ``request`` (None: 404): the page of its path."""
+        return self._pages(request.path)
 
-    def _count(self, path: str, target: str) -> None:
+    def sent(self, path: str) -> threading.Event:
+        """Set once a response for ``path`` was sent whole (tests order pages by it, not by time)."""
         with self._lock:
+            return self._sent[path]
+
+    def _count(self, path: str, target: str) -> int:
+        """Count a request; the requests for ``path`` before it."""
+        with self._lock:
+            seen = self.requests_served[path]
             self.requests_served[path] += 1
             self.requests_received[target] += 1
+            return seen
 
 
 def _regex_escape_url(url: str) -> str:
@@ -239,11 +262,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _respond(self, *, include_body: bool) -> None:
         server: LoopbackServer = self.server.loopback  # type: ignore[attr-defined]
         path = urlsplit(self.path).path or "/"
-        server._count(path, self.path)
-        page = server.response(path)
-        status = 200 if page is not None else 404
+        seen = server._count(path, self.path)
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        page = server.respond(Request(path, self.path, host, seen))
+        status = page.status if page is not None else 404
         page = page or _NOT_FOUND
-        headers = {"Content-Type": page.content_type}
+        headers = {"Content-Type": page.content_type, **dict(page.headers)}
         if page.last_modified is not None:
             headers["Last-Modified"] = format_datetime(page.last_modified.astimezone(timezone.utc), usegmt=True)
             if self._not_modified_since(page.last_modified):
@@ -254,8 +278,13 @@ class _Handler(BaseHTTPRequestHandler):
         if status != 304:  # a 304 has no body and no length
             self.send_header("Content-Length", str(len(page.body)))
         self.end_headers()
-        if include_body:
-            self.wfile.write(page.body)
+        try:
+            if include_body:
+                self.wfile.write(page.body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up on it (an over-size download, a crawl stopped)
+        server.sent(path).set()
 
     def _not_modified_since(self, modified: datetime) -> bool:
         value = self.headers.get("If-Modified-Since")
