@@ -79,12 +79,24 @@ class KnownArticles:
             return True
         return super().request_seen(request)  # type: ignore[misc]
 
+    _lookups_failed = False  # the store failed a lookup: not asked again this run
+
     def _known_before_window(self, store, url: str, count: bool) -> bool:
-        if store is not None and store.knows_url(url):
-            if count:
-                self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
-            return True
-        return False
+        if store is None or self._lookups_failed:
+            return False
+        try:
+            known = store.knows_url(url)
+        except StoreError as exc:
+            # The store went away mid-run (its server stopped or killed): the crawl's own store stops the run as
+            # it notices. Until then a link is taken as new rather than raise in the scheduler, and the store is
+            # not asked again (each lookup could wait its connection timeout, holding the reactor).
+            self._lookups_failed = True
+            logger.warning("URL filter: links older than the retention window are no longer looked up in the store "
+                           "this run (%s); a page stored before is recognised when its record is written", exc)
+            return False
+        if known and count:
+            self.crawler.stats.inc_value("newsdedup/urlfilter/filtered_before_window")
+        return known
 
 
 class SeenArticlesDupeFilter(KnownArticles, RFPDupeFilter):
