@@ -169,9 +169,9 @@ class RunMember:
 
     # -- the heartbeat and the writer role --------------------------------------------------------
     async def _heartbeat(self) -> None:
-        from newsdedup.distributed.redis_run import HEARTBEAT
-
         import redis
+
+        from newsdedup.distributed.redis_run import HEARTBEAT
 
         while True:
             try:
