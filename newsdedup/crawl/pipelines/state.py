@@ -245,11 +245,13 @@ class CrawlState:
             member.stop()  # its heartbeat and writer tasks
         try:
             self.indexes.save(self.store)
-            if member is None or (member.writer is not None and member.redis_lost is None):
+            if member is None or (member.writer is not None and member.redis_lost is None
+                                  and member.redis_unreachable is None):
                 # In a distributed crawl only the writer writes the store; the templates the other processes
-                # learned from their own pages are learned again next run. Not after Redis lost the run's state:
-                # the templates learned pages whose results were lost, which the next run fetches and teaches
-                # again (a page taught twice makes its reprints look like text recurring on the site's pages).
+                # learned from their own pages are learned again next run. Not after Redis lost the run's state
+                # or could not be reached: the templates learned pages whose results were lost, which the next run
+                # fetches and teaches again (a page taught twice makes its reprints look like text recurring on
+                # the site's pages).
                 self.templates.save(self.store)
             if member is not None:
                 member.commit()  # what its writer applied is committed and acknowledged, or left pending
