@@ -489,6 +489,22 @@ def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_appli
     assert client.xlen(f"{prefix}:results") == 0
 
 
+def run_with_a_fault(sites_file, servers, tmp_path, fault, *extra: str) -> tuple[list, list[str]]:
+    """Two workers of one run; ``fault()`` once the store holds 10 outcomes; both waited for. Their processes and
+    logs."""
+    logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+    processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", *extra)
+    try:
+        wait_for(lambda: len(outcomes(servers[0])) >= 10, 120, interval=0.05)
+        fault()
+        for process in processes:
+            process.wait(timeout=180)
+    finally:
+        for process in processes:
+            kill(process.pid)
+    return processes, [log.read_text(encoding="utf-8") for log in logs]
+
+
 def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_completes(postgres, tmp_path):  # noqa: F811
     """Redis lost with its data (kill -9, no persistence) while two processes crawl: the run's queue, request
     filter, stream and records of taken requests are gone. The processes say so and exit 5 (pages not processed:
@@ -505,17 +521,7 @@ def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_co
             sites_file = site.write_sites(tmp_path)
             run_crawl(sites_file, tmp_path / "clean.sqlite")
             clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
-            logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
-            try:
-                wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
-                redis_server.restart_empty()
-                for process in processes:
-                    process.wait(timeout=180)
-            finally:
-                for process in processes:
-                    kill(process.pid)
-            texts = [log.read_text(encoding="utf-8") for log in logs]
+            processes, texts = run_with_a_fault(sites_file, servers, tmp_path, redis_server.restart_empty)
             # Each process saw the loss itself (its marker in the run gone, or the stream's group) and fails its run.
             assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
             for text in texts:
@@ -542,18 +548,10 @@ def test_redis_gone_for_good_mid_run_stops_each_process_with_exit_5_and_the_reru
         servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
         with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
             sites_file = site.write_sites(tmp_path)
-            logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
-            processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
-                                      "-s", "NEWSDEDUP_REDIS_GIVE_UP_AFTER=3")
-            try:
-                wait_for(lambda: len(outcomes(store_uri)) >= 10, 120, interval=0.05)
-                redis_server.halt()
-                for process in processes:
-                    process.wait(timeout=180)
-            finally:
-                for process in processes:
-                    kill(process.pid)
-            texts = [log.read_text(encoding="utf-8") for log in logs]
+            run_crawl(sites_file, tmp_path / "clean.sqlite")
+            clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
+            processes, texts = run_with_a_fault(sites_file, servers, tmp_path, redis_server.halt,
+                                                "-s", "NEWSDEDUP_REDIS_GIVE_UP_AFTER=3")
             assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
             for text in texts:
                 assert "problem: Redis could not be reached for 3 s (NEWSDEDUP_REDIS_GIVE_UP_AFTER" in text
@@ -564,6 +562,7 @@ def test_redis_gone_for_good_mid_run_stops_each_process_with_exit_5_and_the_reru
             rerun_logs = [tmp_path / "r1.log", tmp_path / "r2.log"]
             finish(start_workers(sites_file, servers, rerun_logs), rerun_logs)
             check_consistent(site, store_uri, complete=True)
+            assert partition(export(store_uri)) == clean
     finally:
         redis_server.stop()
 
