@@ -3,10 +3,11 @@
 :class:`FaultSite` serves, on 127.0.0.1 from a background thread, list pages and ``articles`` generated
 article pages of our own invented text (distinct stories; optional exact and near reprints), plus whatever
 faults a test sets per path: HTTP errors, empty or placeholder pages served once, redirect loops, over-size
-bodies, a PDF behind ``text/html``, a page whose extraction never ends, slow responses. Every
-request is counted (``served``). :func:`crawl_command` and :func:`run_crawl` run the real ``scrapy crawl
-portal`` in a subprocess from the project root, as users run it; :func:`outcomes` reads back what the
-database recorded for every URL.
+bodies, a PDF behind ``text/html``, a page whose extraction never ends, slow responses; and article pages held
+until the test lets them through (:meth:`FaultSite.hold_articles`), which orders a crawl's progress against the
+test's steps by events, not by the clock. Every request is counted (``served``). :func:`crawl_command` and
+:func:`run_crawl` run the real ``scrapy crawl portal`` in a subprocess from the project root, as users run it;
+:func:`outcomes` reads back what the database recorded for every URL.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +135,19 @@ def slow(seconds: float) -> Fault:
     return lambda n, path, site: dataclasses.replace(site.page(path.split("?")[0]), delay=seconds)
 
 
+#: The longest an article page waits for its gate (:meth:`FaultSite.hold_articles`): a test that never opens it fails
+#: instead of hanging. Longer than any wait of the tests that hold pages (120 s); a crawl's own request gives up
+#: sooner (newsdedup's DOWNLOAD_TIMEOUT, 30 s, then retried), so a test opens its gate within seconds of its step.
+HOLD_TIMEOUT = 150.0
+
+
+@dataclass(frozen=True)
+class _Gate:
+    beyond: int  # article requests (counted since the site started) let through before it holds
+    until: threading.Event
+    timeout: float
+
+
 PLACEHOLDER = article_html("稿件审核中", ["稿件审核中，请稍后访问。"]).encode("utf-8")
 PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n" + b"0" * 4000 + b"\n%%EOF\n"
 
@@ -141,7 +156,9 @@ class FaultSite(LoopbackServer):
     """A news portal on 127.0.0.1: ``/list/<k>.html`` pages linking ``articles`` pages ``/a/<n>.html``.
 
     ``reprints`` maps an article number to ``(original number, "exact" | "near")``: an exact reprint has the
-    original's text, a near one the original's text with one sentence added.
+    original's text, a near one the original's text with one sentence added. ``article_delay`` serves every article
+    page that many seconds late: a rate, for tests whose random moments must land mid-crawl; a test that needs the
+    crawl still running at one of its steps holds pages until then (:meth:`hold_articles`) instead.
     """
 
     def __init__(self, articles: int = 30, *, per_list: int = 25, reprints: dict[int, tuple[int, str]] | None = None,
@@ -154,6 +171,10 @@ class FaultSite(LoopbackServer):
         self.extra_links: list[str] = []  # more article paths to list (fault pages outside 1..articles)
         self.link_path = "/a/{n}.html"  # what list pages link to (tests change the layout)
         self._cache: dict[str, bytes] = {}
+        self._article_requests = 0  # requests for article pages (/a/...) so far
+        self._gate: _Gate | None = None
+        self._counted: list[tuple[int, threading.Event]] = []  # (article requests, set once that many arrived)
+        self.held_too_long: list[str] = []  # article pages served because their gate stayed shut too long
         super().__init__(self.page)
 
     @property
@@ -161,7 +182,59 @@ class FaultSite(LoopbackServer):
         """Requests received per path (query dropped)."""
         return self.requests_served
 
+    def hold_articles(self, *, after: int = 0, until: threading.Event,
+                      timeout: float = HOLD_TIMEOUT) -> threading.Event:
+        """Hold every article page (``/a/...``) requested after the next ``after`` article requests until ``until`` is
+        set; then it is served as usual (faults included). Returns ``until``.
+
+        A page is held in its request's own server thread (one thread a connection, and a crawl has one connection
+        a request in flight), so the crawl cannot fetch more than ``after`` more article pages (retries included)
+        before the test's step, however fast the machine, while other requests are served. ``until`` may be a test's
+        event (set after a kill, say, and again in a ``finally``) or :meth:`articles_requested`'s (a barrier). The
+        wait is bounded: after ``timeout`` seconds the page is served anyway and named in ``held_too_long``, and the
+        site raises when the ``with`` block ends; stopping the site sets ``until``, so no thread stays held. One
+        gate a site: a second call replaces the first.
+        """
+        with self._lock:
+            self._gate = _Gate(self._article_requests + after, until, timeout)
+        return until
+
+    def articles_requested(self, n: int) -> threading.Event:
+        """An event set once ``n`` more article pages (``/a/...``) have been requested (held ones included)."""
+        event = threading.Event()
+        with self._lock:
+            self._counted.append((self._article_requests + n, event))
+        return event
+
+    def _hold(self, path: str) -> None:
+        """Count an article request and wait at the gate, if one holds it."""
+        with self._lock:
+            self._article_requests += 1
+            number, gate = self._article_requests, self._gate
+            for wanted, event in self._counted:
+                if number >= wanted:
+                    event.set()
+        if gate is not None and number > gate.beyond and not gate.until.wait(gate.timeout):
+            with self._lock:
+                self.held_too_long.append(path)
+
+    def stop(self) -> None:
+        """Let held article pages go (their gate's event set), then stop serving."""
+        with self._lock:
+            gate = self._gate
+        if gate is not None:
+            gate.until.set()
+        super().stop()
+
+    def __exit__(self, exc_type, *exc_info: object) -> None:
+        self.stop()
+        if exc_type is None and self.held_too_long:
+            raise AssertionError(f"article pages served when their gate's timeout ran out, the gate never opened "
+                                 f"(hold_articles): {self.held_too_long}")
+
     def respond(self, request: Request) -> Response | None:
+        if request.path.startswith("/a/"):
+            self._hold(request.path)
         with self._lock:
             fault = self.faults.get(request.path)
         reply = fault(request.seen, request.target, self) if fault is not None else None

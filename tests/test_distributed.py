@@ -398,16 +398,17 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
     store_uri, redis_url, prefix = servers
     client = redis.Redis.from_url(redis_url)
     watch = StreamWatch(redis_url, f"{prefix}:results")
-    # Pages served slowly enough that the survivor still fetches and publishes after the kill, so the stream has
-    # entries only a new writer can apply (served fast, on a loaded machine the dead writer could have applied
-    # every page before the kill, and the survivor would rightly never need to take over), and that the victim
-    # still has requests taken when the test looks (the run takes at least 80 x 0.5 s / 4 requests at a time).
-    with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
+    with FaultSite(80, per_list=40, reprints=REPRINTS) as site:
         sites_file = site.write_sites(tmp_path)
         reference = run_crawl(sites_file, tmp_path / "clean.sqlite")  # one process, no fault
         clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
         assert "exit status 0 (ok)" in reference
         served_clean = dict(site.served)
+        # The run's pages after its first 20 are held until the victim is dead: the victim still has requests taken
+        # (held) when the test looks, and the survivor still fetches and publishes after the kill, so the stream has
+        # entries only a new writer can apply (all served at once, the dead writer could have applied every page
+        # before the kill, and the survivor would rightly never need to take over), however fast the machine.
+        killed = site.hold_articles(after=20, until=threading.Event())
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
         processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
         try:
@@ -422,9 +423,11 @@ def test_a_process_killed_mid_crawl_has_its_pages_fetched_again_in_the_same_run(
             kill(processes[dead].pid)
             processes[dead].wait(timeout=30)
             killed_at = time.time()  # MONITOR's times are the server's clock, on this machine
+            killed.set()
             survivor = 1 - dead
             [survivor_log] = finish([processes[survivor]], [logs[survivor]])  # exit 0
         finally:
+            killed.set()
             for process in processes:
                 kill(process.pid)
             watch.stop()
@@ -489,17 +492,21 @@ def test_a_writer_whose_acknowledgement_fails_commits_that_batch_again_and_appli
     assert client.xlen(f"{prefix}:results") == 0
 
 
-def run_with_a_fault(sites_file, servers, tmp_path, fault, *extra: str) -> tuple[list, list[str]]:
-    """Two workers of one run; ``fault()`` once the store holds 10 outcomes; both waited for. Their processes and
-    logs."""
+def run_with_a_fault(site, sites_file, servers, tmp_path, fault, *extra: str) -> tuple[list, list[str]]:
+    """Two workers of one run crawling ``site``; ``fault()`` once the store holds 10 outcomes, with the run's pages
+    after its first 20 held until it ran, so it comes mid-run however fast the machine; both waited for. Their
+    processes and logs."""
+    faulted = site.hold_articles(after=20, until=threading.Event())
     logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
     processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", *extra)
     try:
         wait_for(lambda: len(outcomes(servers[0])) >= 10, 120, interval=0.05)
         fault()
+        faulted.set()
         for process in processes:
             process.wait(timeout=180)
     finally:
+        faulted.set()
         for process in processes:
             kill(process.pid)
     return processes, [log.read_text(encoding="utf-8") for log in logs]
@@ -516,12 +523,11 @@ def test_redis_killed_and_restarted_empty_mid_run_fails_the_run_and_the_rerun_co
     try:
         store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
         servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
-        # Served slowly: the run takes at least 80 x 0.5 s / 4 requests at a time, so Redis goes mid-run.
-        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
+        with FaultSite(80, per_list=40, reprints=REPRINTS) as site:
             sites_file = site.write_sites(tmp_path)
             run_crawl(sites_file, tmp_path / "clean.sqlite")
             clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
-            processes, texts = run_with_a_fault(sites_file, servers, tmp_path, redis_server.restart_empty)
+            processes, texts = run_with_a_fault(site, sites_file, servers, tmp_path, redis_server.restart_empty)
             # Each process saw the loss itself (its marker in the run gone, or the stream's group) and fails its run.
             assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
             for text in texts:
@@ -546,11 +552,11 @@ def test_redis_gone_for_good_mid_run_stops_each_process_with_exit_5_and_the_reru
     try:
         store_uri = postgres.create_database(f"dist_{uuid.uuid4().hex[:8]}")
         servers = (store_uri, redis_server.url, f"t{uuid.uuid4().hex[:8]}")
-        with FaultSite(80, per_list=40, reprints=REPRINTS, article_delay=0.5) as site:
+        with FaultSite(80, per_list=40, reprints=REPRINTS) as site:
             sites_file = site.write_sites(tmp_path)
             run_crawl(sites_file, tmp_path / "clean.sqlite")
             clean = partition(export(f"sqlite:///{tmp_path / 'clean.sqlite'}"))
-            processes, texts = run_with_a_fault(sites_file, servers, tmp_path, redis_server.halt,
+            processes, texts = run_with_a_fault(site, sites_file, servers, tmp_path, redis_server.halt,
                                                 "-s", "NEWSDEDUP_REDIS_GIVE_UP_AFTER=3")
             assert [process.returncode for process in processes] == [5, 5], [t[-3000:] for t in texts]
             for text in texts:
@@ -610,17 +616,19 @@ def test_two_workers_hold_a_new_sites_first_pages_for_its_template_as_one_proces
         return None  # then served as usual
 
     stories = [(title, text + more) for (title, text), more in zip(BRIEFS[:4], MORE)]
-    # Each page takes 2 s to serve, one request at a time a process: the other process takes the next page meanwhile.
-    with FaultSite(0, article_delay=2.0) as site:
+    with FaultSite(0) as site:
         for n, (title, text) in enumerate(stories, start=1):
             site.set_page(f"/a/{n}.html", _page(title, text, anchored=False))
         site.faults["/list/1.html"] = after_both_joined
+        # The first article page is held until a second one is asked for: with one request at a time a process, by
+        # the other process, so both fetch article pages, however fast either is.
+        site.hold_articles(until=site.articles_requested(2))
         sites_file = site.write_sites(tmp_path)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
         texts = finish(start_workers(sites_file, servers, logs, "-s", "NEWSDEDUP_EXTRACT_MIN_CHARS=100",
                                      "-s", "CONCURRENT_REQUESTS=1"), logs)
     fetched = sorted(stat(text, "newsdedup/crawl/article_pages") for text in texts)
-    assert sum(fetched) == len(stories) and fetched[0] < MIN_PAGES, fetched  # one process alone: a cold template
+    assert sum(fetched) == len(stories) and 0 < fetched[0] < MIN_PAGES, fetched  # one process alone: a cold template
     rows = export(store_uri)
     assert not [r for r in rows if HOT[0] in r["text"]]  # no page kept the hot list
     assert [r["status"] for r in rows] == ["unique"] * len(stories)  # no exact repeats of a hot-list "story"

@@ -285,15 +285,17 @@ def _waiting_in_sqlite(pid: int) -> bool:
 
 
 def test_a_briefly_locked_database_is_waited_for(tmp_path):
-    with FaultSite(40, article_delay=0.2) as site:
+    with FaultSite(40) as site:
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
+        # The pages after the first 10 are held until the lock is (``ready``): the crawl still has pages to commit then.
+        ready, release = threading.Event(), threading.Event()
+        site.hold_articles(after=10, until=ready)
         # No retries: only SQLite's busy timeout (30 s by default) stands between the lock and a failed commit.
         crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=5", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
                             "-s", "NEWSDEDUP_STORAGE_RETRIES=0", log=tmp_path / "crawl.log")
         try:
             wait_for(lambda: count(db, "articles"), 120)
-            ready, release = threading.Event(), threading.Event()
             holder = threading.Thread(target=_hold_write_lock, args=(db, ready, release), daemon=True)
             holder.start()
             try:
@@ -463,7 +465,7 @@ def test_a_bad_setting_is_one_line_before_scrapy_starts(tmp_path, setting, says)
 # -- 10. two crawls on one database ----------------------------------------------------------------------
 def test_a_second_crawl_on_the_same_database_says_so_and_exits(tmp_path):
     second_done = threading.Event()
-    with FaultSite(20, article_delay=0.2) as site:
+    with FaultSite(20) as site:
         # The first crawl's first article waits for the second crawl's answer, so the first is still running (and
         # holding the database) however long the second takes to start on a loaded machine.
         def held_until_the_second_answered(count, path, site):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import struct
+import threading
 
 from faultsite import FaultSite, outcomes, run_crawl, start_crawl, wait_for
 from scrapy.pqueues import _path_safe  # the directory Scrapy's DownloaderAwarePriorityQueue gives a host
@@ -85,13 +86,20 @@ def test_a_disk_queue_failing_during_the_crawl_falls_back_to_memory_instead_of_h
 
 
 def test_a_cleanly_stopped_crawl_still_resumes_from_its_queue(tmp_path):
-    with FaultSite(ARTICLES, article_delay=0.1) as site:
+    with FaultSite(ARTICLES) as site:
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         jobdir = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1")
-        crawl = start_crawl(sites, db, *jobdir, log=tmp_path / "crawl.log")
-        wait_for(lambda: sum(n for p, n in site.served.items() if p.startswith("/a/")) >= 5, 120)
-        crawl.send_signal(signal.SIGTERM)  # one SIGTERM: Scrapy's clean stop writes the queue's state
+        # The pages after the first 5 are held until the crawl has taken the stop: it stops with most of them queued.
+        stopping = site.hold_articles(after=5, until=threading.Event())
+        log = tmp_path / "crawl.log"
+        crawl = start_crawl(sites, db, *jobdir, log=log)
+        try:
+            wait_for(lambda: sum(n for p, n in site.served.items() if p.startswith("/a/")) >= 5, 120)
+            crawl.send_signal(signal.SIGTERM)  # one SIGTERM: Scrapy's clean stop writes the queue's state
+            wait_for(lambda: "Received SIGTERM, shutting down gracefully" in log.read_text(encoding="utf-8"), 60)
+        finally:
+            stopping.set()  # the page in flight is let finish, as a clean stop does
         crawl.wait(timeout=120)
         assert not (tmp_path / "job" / MARKER).exists()
         result = run_crawl(sites, db, *jobdir, timeout=120)

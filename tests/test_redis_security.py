@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import pickle
+import threading
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -117,15 +118,20 @@ def test_an_entry_not_ours_met_mid_run_fails_every_processs_run(servers, tmp_pat
 
     store_uri, redis_url, prefix = servers
     client = wire_client(redis_url)
-    with FaultSite(40, article_delay=0.5) as site:  # at least 40 x 0.5 s / 4 at a time: the entry comes mid-run
+    with FaultSite(40) as site:
+        # The pages after the first 10 are held until the entry is in the stream: it comes mid-run, however fast the
+        # machine.
+        written = site.hold_articles(after=10, until=threading.Event())
         sites_file = site.write_sites(tmp_path)
         logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
         processes = start_workers(sites_file, servers, logs, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2")
         try:
             wait_for(lambda: any("is the writer now" in log.read_text(encoding="utf-8") for log in logs), 120)
             client.xadd(f"{prefix}:results", {b"e": pickle.dumps(RunsCode(tmp_path / "code-ran"))})
+            written.set()
             texts = finish(processes, logs, status=5)
         finally:
+            written.set()
             for process in processes:
                 kill(process.pid)
         assert sorted(urlsplit(r["url"]).path for r in export(store_uri)) == sorted(site.article_paths)

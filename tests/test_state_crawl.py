@@ -32,17 +32,23 @@ def recorded(db) -> int:
 
 
 def test_kill_9_while_writing_then_a_restart_leaves_the_state_equal_to_a_rebuild(tmp_path):
-    with FaultSite(90, per_list=30, reprints=REPRINTS, article_delay=0.2) as site:
+    with FaultSite(90, per_list=30, reprints=REPRINTS) as site:
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
         state = tmp_path / "news.sqlite.state"
+        # The pages after the first 40 are held until the crawl is killed: it cannot have recorded them all.
+        killed = site.hold_articles(after=40, until=threading.Event())
         crawl = start_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BATCH_SIZE=5", log=tmp_path / "killed.log")
-        # Killed at a moment of progress, not of the clock: once 20 pages are committed, whatever the machine's speed.
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and crawl.poll() is None and recorded(db) < 20:
-            time.sleep(0.05)
-        kill(crawl.pid)
-        crawl.wait(timeout=30)
+        try:
+            # Killed at a moment of progress, not of the clock: once 20 pages are committed, whatever the machine's
+            # speed.
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and crawl.poll() is None and recorded(db) < 20:
+                time.sleep(0.05)
+            kill(crawl.pid)
+            crawl.wait(timeout=30)
+        finally:
+            killed.set()
         assert 20 <= recorded(db) < 90, "the crawl was not killed while it wrote"
 
         # The state the killed crawl left, opened as the next crawl opens it (a copy: the restart opens the original).
