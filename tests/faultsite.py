@@ -13,7 +13,6 @@ test's steps by events, not by the clock. Every request is counted (``served``).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import os
 import random
 import signal
@@ -128,11 +127,6 @@ def always(body: bytes, content_type: str = "text/html; charset=utf-8") -> Fault
 
 def redirect_loop() -> Fault:
     return lambda n, path, site: Reply(b"", status=302, headers=(("Location", f"{path.split('?')[0]}?hop={n + 1}"),))
-
-
-def slow(seconds: float) -> Fault:
-    """Serve the page normally, ``seconds`` late."""
-    return lambda n, path, site: dataclasses.replace(site.page(path.split("?")[0]), delay=seconds)
 
 
 #: The longest an article page waits for its gate (:meth:`FaultSite.hold_articles`): a test that never opens it fails

@@ -248,7 +248,7 @@ def test_a_database_locked_past_the_crawl_saves_nothing_says_so_and_the_next_run
         ready, release = threading.Event(), threading.Event()
         holder = threading.Thread(target=_hold_write_lock, args=(db, ready, release), daemon=True)
         holder.start()
-        ready.wait()
+        assert ready.wait(60), "the lock holder never took the database's write lock"
         try:
             result = run_crawl(sites, db, "-s", "NEWSDEDUP_STORAGE_BUSY_TIMEOUT=0.5", "-s", "NEWSDEDUP_STORAGE_RETRIES=1")
         finally:
@@ -299,7 +299,7 @@ def test_a_briefly_locked_database_is_waited_for(tmp_path):
             holder = threading.Thread(target=_hold_write_lock, args=(db, ready, release), daemon=True)
             holder.start()
             try:
-                ready.wait()
+                assert ready.wait(120), "the lock holder never took the database's write lock"
                 # The lock is held until the crawl is seen waiting for it in a commit (its last commit at the latest,
                 # when it closes), however fast or slow the machine; then it is let go well within the busy timeout.
                 wait_for(lambda: _waiting_in_sqlite(crawl.pid) or crawl.poll() is not None, 120)
@@ -475,7 +475,9 @@ def test_a_second_crawl_on_the_same_database_says_so_and_exits(tmp_path):
         site.faults["/a/1.html"] = held_until_the_second_answered
         sites = site.write_sites(tmp_path)
         db = tmp_path / "news.sqlite"
-        first = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", log=tmp_path / "first.log")
+        # The held page's request must not time out (and be fetched again) while the second crawl is slow to answer.
+        first = start_crawl(sites, db, "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_TIMEOUT=180",
+                            log=tmp_path / "first.log")
         try:
             wait_for(lambda: site.served["/list/1.html"], 60)
             try:
