@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -339,6 +340,38 @@ def test_a_file_unchanged_since_its_checked_clean_close_is_not_checked_again(tmp
     conn.commit()
     conn.close()
     assert checks()
+
+
+def test_a_new_file_whose_write_lock_is_held_is_opened_once_the_holder_lets_go(tmp_path):
+    """SQLite refuses the switch of a new file to WAL at once, without waiting out its busy timeout, while another
+    connection holds the write lock (what one of several processes opening a new file together meets: CI, stop 40).
+    The store tries again until busy_timeout is spent, and the crawl's writes afterwards wait the full busy_timeout."""
+    db = tmp_path / "new.sqlite"
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, holder.execute, ("ROLLBACK",))
+    release.start()
+    try:
+        store = open_store(f"sqlite:///{db}", busy_timeout=60)
+        store.open()
+        try:
+            assert store.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            assert store.conn.execute("PRAGMA busy_timeout").fetchone() == (60_000,)
+        finally:
+            store.close()
+    finally:
+        release.join()
+        holder.close()
+    other = tmp_path / "other.sqlite"
+    held = sqlite3.connect(other, isolation_level=None)
+    held.execute("BEGIN IMMEDIATE")
+    try:  # a lock never let go: the clear error once busy_timeout is spent, not at once
+        began = time.monotonic()
+        with pytest.raises(StoreError, match="stayed locked by another process for 0.5 s"):
+            open_store(f"sqlite:///{other}", busy_timeout=0.5).open()
+        assert time.monotonic() - began >= 0.5
+    finally:
+        held.close()
 
 
 OPEN_AT_ONCE = """

@@ -134,6 +134,10 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in message or "busy" in message
 
 
+# Between two tries of a database that refused its lock at once (SQLiteStore._prepare): long enough for the holder
+# to finish a small write, short against busy_timeout.
+_BUSY_PAUSE = 0.05
+
 # Run locks held by this process, by lock-file path: [file descriptor, users]. A crawl command and its
 # pipelines open the same database in one process; the lock is the process's, taken once.
 _RUN_LOCKS: dict[str, list[int]] = {}
@@ -187,11 +191,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot open the database ({exc}); check the path and its permissions") from None
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL with WAL: a committed batch survives a crashed process; only an OS crash or power
-            # loss can roll back the last commits, never corrupt the file.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._migrate(conn)
+            self._prepare(conn)
             self._check_columns(conn)
         except StoreError:
             conn.close()
@@ -212,6 +212,32 @@ class SQLiteStore(SQLStore):
         if self._key is not None:
             _OPEN_CONNECTIONS[self._key] = _OPEN_CONNECTIONS.get(self._key, 0) + 1
         self._load_next_id()
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode, then the schema made or brought up to date; a busy database is tried again until
+        ``busy_timeout`` is spent.
+
+        SQLite refuses some lock conflicts at once instead of waiting out its busy timeout: switching a new file to
+        WAL holds a read lock while it asks for the write lock, and is refused outright while another process holds
+        that write lock (several processes of one run opening a new file together: CI, stop 40). Each step is one
+        transaction or a no-op once done, so trying the whole again is safe."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                # NORMAL with WAL: a committed batch survives a crashed process; only an OS crash or power
+                # loss can roll back the last commits, never corrupt the file.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                self._migrate(conn)
+                break
+            except sqlite3.OperationalError as exc:
+                remaining = deadline - time.monotonic()
+                if not _is_busy(exc) or remaining <= 0:
+                    raise
+                time.sleep(min(_BUSY_PAUSE, remaining))
+                # The next try waits for the lock no longer than the time left.
+                conn.execute(f"PRAGMA busy_timeout = {max(1, int((remaining - _BUSY_PAUSE) * 1000))}")
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")  # the crawl's writes wait in full
 
     def _unusable(self, exc: Exception) -> str:
         return f"{self.path} is not a usable newsdedup database ({exc}): {_WHAT_TO_DO}"
